@@ -1,0 +1,24 @@
+// `ember`: a WebGPU inference runtime. Subcommands are registered from src/cli/cmd_*.cpp.
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "common/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ember: generative models on any WebGPU GPU (Dawn, WGSL compute shaders)"};
+  app.require_subcommand(1);
+  ember::cli::add_devices_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const ember::Error& e) {
+    std::fprintf(stderr, "ember: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ember: internal error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,89 @@
+#include "gpu/recorder.h"
+
+#include "common/error.h"
+#include "gpu/profiler.h"
+
+namespace ember::gpu {
+
+Recorder::Recorder(const Device& device, Profiler* profiler) : device_(device), profiler_(profiler) {}
+
+Recorder::~Recorder() {
+  if (pass_) {
+    wgpuComputePassEncoderEnd(pass_);
+    wgpuComputePassEncoderRelease(pass_);
+  }
+  if (encoder_) wgpuCommandEncoderRelease(encoder_);
+}
+
+void Recorder::ensure_encoder() {
+  if (!encoder_) encoder_ = wgpuDeviceCreateCommandEncoder(device_.get(), nullptr);
+}
+
+void Recorder::begin_pass(const std::string& region) {
+  ensure_encoder();
+  if (profiler_) {
+    end_pass();  // one timed pass per dispatch
+    WGPUPassTimestampWrites tw = profiler_->next_region(region);
+    WGPUComputePassDescriptor desc{};
+    desc.timestampWrites = &tw;
+    pass_ = wgpuCommandEncoderBeginComputePass(encoder_, &desc);
+  } else if (!pass_) {
+    pass_ = wgpuCommandEncoderBeginComputePass(encoder_, nullptr);
+  }
+}
+
+void Recorder::end_pass() {
+  if (!pass_) return;
+  wgpuComputePassEncoderEnd(pass_);
+  wgpuComputePassEncoderRelease(pass_);
+  pass_ = nullptr;
+}
+
+void Recorder::dispatch(const Kernel& kernel, const BindGroup& group, uint32_t x, uint32_t y, uint32_t z,
+                        const std::string& region) {
+  const uint32_t max = device_.limits().maxComputeWorkgroupsPerDimension;
+  if (x > max || y > max || z > max)
+    throw Error("dispatch of " + std::to_string(x) + "x" + std::to_string(y) + "x" + std::to_string(z) +
+                    " workgroups exceeds maxComputeWorkgroupsPerDimension (" + std::to_string(max) + ")",
+                "kernel " + kernel.label());
+  if (x == 0 || y == 0 || z == 0) return;
+  begin_pass(region.empty() ? kernel.label() : region);
+  wgpuComputePassEncoderSetPipeline(pass_, kernel.pipeline());
+  wgpuComputePassEncoderSetBindGroup(pass_, 0, group.get(), 0, nullptr);
+  wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
+  dispatches_++;
+}
+
+void Recorder::dispatch_indirect(const Kernel& kernel, const BindGroup& group, const Buffer& args, uint64_t offset,
+                                 const std::string& region) {
+  begin_pass(region.empty() ? kernel.label() : region);
+  wgpuComputePassEncoderSetPipeline(pass_, kernel.pipeline());
+  wgpuComputePassEncoderSetBindGroup(pass_, 0, group.get(), 0, nullptr);
+  wgpuComputePassEncoderDispatchWorkgroupsIndirect(pass_, args.get(), offset);
+  dispatches_++;
+}
+
+void Recorder::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t size) {
+  ensure_encoder();
+  end_pass();
+  wgpuCommandEncoderCopyBufferToBuffer(encoder_, src.get(), src_offset, dst.get(), dst_offset, size);
+}
+
+void Recorder::clear(const Buffer& buffer, uint64_t offset, uint64_t size) {
+  ensure_encoder();
+  end_pass();
+  wgpuCommandEncoderClearBuffer(encoder_, buffer.get(), offset, size == WGPU_WHOLE_SIZE ? buffer.size() - offset : size);
+}
+
+void Recorder::submit() {
+  ensure_encoder();
+  end_pass();
+  if (profiler_) profiler_->resolve(encoder_);
+  WGPUCommandBuffer cmd = wgpuCommandEncoderFinish(encoder_, nullptr);
+  wgpuCommandEncoderRelease(encoder_);
+  encoder_ = nullptr;
+  device_.submit(cmd);
+  wgpuCommandBufferRelease(cmd);
+}
+
+}  // namespace ember::gpu
