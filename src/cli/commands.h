@@ -8,6 +8,7 @@
 namespace ember::cli {
 
 void add_devices_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 // Options every GPU-using command shares: --device, --gpu-fast, --profile.
 struct GpuOptions {
