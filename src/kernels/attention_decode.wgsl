@@ -5,6 +5,8 @@
 // partials[(h * B + b) * (head_dim + 2) ..]: [m, l, acc[0..head_dim)]. attention_combine.wgsl
 // merges the blocks. GQA: query head h reads kv head h / (heads / kv_heads).
 // Cache layout [positions][kv_heads][row] (kv_write.wgsl). Needs head_dim <= 4 * WG.
+//   SUBGROUPS: scores by subgroup dot products, max/sum by subgroup reductions (reduce.wgsl);
+//   otherwise one invocation per key and shared-memory trees.
 #if SUBGROUPS
 enable subgroups;
 #endif
@@ -59,12 +61,31 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   for (var tile = begin; tile < end; tile += WG) {
     let key = tile + li;
     var s = MASKED;
+#if SUBGROUPS
+    // One key per subgroup at a time: the lanes split the dims (coalesced loads), subgroupAdd sums.
+    // The loop bound is uniform so every lane reaches subgroupAdd.
+    let n_tile = min(WG, end - tile);
+    let subgroups = WG / sg_size;
+    for (var j0 = 0u; j0 < WG; j0 += subgroups) {
+      let j = j0 + li / sg_size;
+      var part = 0.0;
+      if (j < n_tile) {
+        let base = ((tile + j) * p.kv_heads + kvh) * p.row;
+        for (var i = li % sg_size; i < D; i += sg_size) { part += q_shared[i] * k_cache[base + i]; }
+      }
+      let dot = subgroupAdd(part);
+      if (li % sg_size == 0u && j < WG) { weights[j] = dot * p.scale; }
+    }
+    workgroupBarrier();
+    if (key < end) { s = weights[li]; }
+#else
     if (key < end) {
       let base = (key * p.kv_heads + kvh) * p.row;
       var dot = 0.0;
       for (var i = 0u; i < D; i++) { dot += q_shared[i] * k_cache[base + i]; }
       s = dot * p.scale;
     }
+#endif
     let m_new = max(m, workgroup_max(s, li, sg_size));
     let alpha = exp(m - m_new);
     let w = select(0.0, exp(s - m_new), key < end);
