@@ -20,7 +20,7 @@ fn q4_block_dot(w: vec4<u32>, xs: array<vec4<f32>, 8>, zero: f32) -> f32 {
   return s;
 }
 
-// Nibble i of a packed 4-bit array (zero points).
-fn q4_nibble(words_i: u32, i: u32) -> u32 {
-  return (words_i >> (4u * (i % 8u))) & 15u;
+// Nibble i of a packed 4-bit array, given the word holding it (words[i / 8]).
+fn q4_nibble(word: u32, i: u32) -> u32 {
+  return (word >> (4u * (i % 8u))) & 15u;
 }

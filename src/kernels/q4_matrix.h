@@ -21,7 +21,7 @@ struct Q4Matrix {
   bool asymmetric() const { return zero_points.buffer != nullptr; }
 };
 
-// How a family's matrix element loops and reductions read their input, per the candidate.
+// The candidate's 4-bit matvec strategies: scalar loads of whole blocks, or 16-byte vector loads.
 enum class Q4Variant { carried, v3_both };
 // The candidate's names ("carried", "v3_both"); anything else is an ember::Error.
 Q4Variant parse_q4_variant(const std::string& name);
