@@ -11,6 +11,7 @@
 namespace ember::cli {
 
 void add_devices_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 // Command groups several files add to (`ember synth lfm2|trellis-ss-flow`, `ember pack
 // lfm2|trellis`): returns the existing subcommand `name` or creates it (requiring one

@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   CLI::App app{"ember: generative models on any WebGPU GPU (Dawn, WGSL compute shaders)"};
   app.require_subcommand(1);
   ember::cli::add_devices_command(app);
+  ember::cli::add_bench_command(app);
   ember::cli::add_synth_trellis_command(app);
   ember::cli::add_pack_trellis_command(app);
   ember::cli::add_dequant_command(app);

@@ -5,7 +5,8 @@
 
 namespace ember::gpu {
 
-Recorder::Recorder(const Device& device, Profiler* profiler) : device_(device), profiler_(profiler) {}
+Recorder::Recorder(const Device& device, Profiler* profiler, Timing timing, std::string whole_region)
+    : device_(device), profiler_(profiler), timing_(timing), whole_region_(std::move(whole_region)) {}
 
 Recorder::~Recorder() {
   if (pass_) {
@@ -21,9 +22,9 @@ void Recorder::ensure_encoder() {
 
 void Recorder::begin_pass(const std::string& region) {
   ensure_encoder();
-  if (profiler_) {
-    end_pass();  // one timed pass per dispatch
-    WGPUPassTimestampWrites tw = profiler_->next_region(region);
+  if (profiler_ && (timing_ == Timing::PerDispatch || !pass_)) {
+    end_pass();  // one timed pass per dispatch, or one for the whole submit
+    WGPUPassTimestampWrites tw = profiler_->next_region(timing_ == Timing::PerDispatch ? region : whole_region_);
     WGPUComputePassDescriptor desc{};
     desc.timestampWrites = &tw;
     pass_ = wgpuCommandEncoderBeginComputePass(encoder_, &desc);

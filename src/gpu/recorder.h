@@ -12,7 +12,12 @@ class Profiler;
 
 class Recorder {
  public:
-  explicit Recorder(const Device& device, Profiler* profiler = nullptr);
+  // With a profiler: PerDispatch times each dispatch in its own pass (a per-kernel breakdown);
+  // WholeSubmit keeps all dispatches in one pass timed as one region (end-to-end GPU time
+  // without the cost of pass boundaries).
+  enum class Timing { PerDispatch, WholeSubmit };
+  explicit Recorder(const Device& device, Profiler* profiler = nullptr, Timing timing = Timing::PerDispatch,
+                    std::string whole_region = "submit");
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
   ~Recorder();
@@ -36,6 +41,8 @@ class Recorder {
 
   const Device& device_;
   Profiler* profiler_;
+  Timing timing_;
+  std::string whole_region_;
   WGPUCommandEncoder encoder_ = nullptr;
   WGPUComputePassEncoder pass_ = nullptr;
   size_t dispatches_ = 0;

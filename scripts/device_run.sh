@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs on the lent GPU machine (see scripts/device_pack.sh): installs the Vulkan loader, makes sure
+# Dawn sees the real GPU (never Dawn's Null adapter), then runs the benchmarks given as arguments
+# ("gpu", "llm", "ss-flow") and prints a short table. Results go to $OUT when set.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/ember-out}
+mkdir -p "$OUT"
+for f in .dev/debs/*.deb; do dpkg -x "$f" /; done
+ldconfig
+export PATH="$PWD/.dev/bin:$PATH"
+if ldd .dev/bin/ember | grep -q "not found"; then export LD_LIBRARY_PATH="$PWD/.dev/libs"; fi
+
+icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+real_gpu() { ember devices --json > "$OUT/devices.json" 2>"$OUT/devices.err" && grep -q '"adapterType": "DiscreteGPU"' "$OUT/devices.json"; }
+export VK_DRIVER_FILES=$icd
+if ! real_gpu; then
+  # Seen 2026-12-02: the shipped ICD names libGLX_nvidia.so.0 and the loader fails with it;
+  # a copy naming libEGL_nvidia.so.0 works.
+  sed 's/libGLX_nvidia.so.0/libEGL_nvidia.so.0/' "$icd" > /tmp/nvidia_icd_egl.json
+  export VK_DRIVER_FILES=/tmp/nvidia_icd_egl.json
+  if ! real_gpu; then
+    echo "REFUSING TO MEASURE: Dawn did not get the NVIDIA GPU (only a Null/CPU adapter)." >&2
+    cat "$OUT/devices.json" "$OUT/devices.err" >&2
+    exit 3
+  fi
+fi
+echo "== adapter (ember devices --json) =="
+cat "$OUT/devices.json"
+
+for what in "$@"; do
+  case "$what" in
+    gpu) ember bench gpu --json > "$OUT/bench_gpu.json" && ember bench gpu ;;
+    *) echo "unknown benchmark '$what'" >&2 ;;
+  esac
+done

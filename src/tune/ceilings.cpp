@@ -1,0 +1,100 @@
+#include "tune/ceilings.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/error.h"
+#include "gpu/profiler.h"
+#include "gpu/recorder.h"
+
+namespace ember::tune {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+double now_us() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+nlohmann::json Ceilings::to_json() const {
+  return {{"read_gbps", read_gbps},
+          {"bytes_read", bytes_read},
+          {"dispatch_gpu_us", dispatch_gpu_us},
+          {"dispatch_cpu_us", dispatch_cpu_us},
+          {"submit_wait_us", submit_wait_us}};
+}
+
+Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, uint64_t max_bytes, int repeats) {
+  if (!device.has_timestamps()) throw Error("measuring ceilings needs timestamp-query", device.adapter().name());
+  Ceilings c;
+  const uint64_t bytes = std::min<uint64_t>(max_bytes, device.limits().maxStorageBufferBindingSize) & ~uint64_t(255);
+  c.bytes_read = static_cast<double>(bytes);
+  gpu::Buffer big = device.create_storage(bytes, "ceilings.read");
+  {  // fill with non-zero data: zeros can be faster than real data
+    std::vector<uint32_t> chunk(1 << 20);
+    for (size_t i = 0; i < chunk.size(); i++) chunk[i] = static_cast<uint32_t>(i * 2654435761u + 1);
+    for (uint64_t off = 0; off < bytes; off += chunk.size() * 4)
+      device.upload(big, off, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(chunk.data()), std::min<uint64_t>(chunk.size() * 4, bytes - off)));
+  }
+  const uint32_t wg = 256, groups = std::min<uint32_t>(16384, device.limits().maxComputeWorkgroupsPerDimension);
+  gpu::Buffer sink = device.create_storage(uint64_t(wg) * groups * 4, "ceilings.sink");
+  const gpu::Kernel& read = kernels.get({.file = "read_bandwidth.wgsl", .constants = {{"WG", wg}}});
+  gpu::BindGroup read_group = kernels.bind(read, {{&big}, {&sink}});
+
+  gpu::Profiler prof(device, 64);
+  std::vector<double> gbps;
+  for (int r = 0; r <= repeats; r++) {
+    gpu::Recorder rec(device, &prof);
+    rec.dispatch(read, read_group, groups, 1, 1, "read");
+    rec.submit();
+    auto regions = prof.collect();
+    if (r > 0) gbps.push_back(c.bytes_read / (regions[0].end_ns - regions[0].begin_ns));  // bytes/ns = GB/s
+  }
+  c.read_gbps = median(gbps);
+
+  gpu::Buffer words = device.create_storage(64 * 4, "ceilings.words");
+  const gpu::Kernel& touch = kernels.get({.file = "touch.wgsl"});
+  gpu::BindGroup touch_group = kernels.bind(touch, {{&words}});
+  const int n = 1000;
+  std::vector<double> gpu_us, cpu_us, rt_us;
+  for (int r = 0; r <= repeats; r++) {
+    {  // CPU cost: encode N dispatches, submit, wait.
+      double t0 = now_us();
+      gpu::Recorder rec(device);
+      for (int i = 0; i < n; i++) rec.dispatch(touch, touch_group, 1);
+      rec.submit();
+      device.wait_idle();
+      if (r > 0) cpu_us.push_back((now_us() - t0) / n);
+    }
+    double t0 = now_us();  // round trip: one tiny submit + wait
+    gpu::Recorder rec(device);
+    rec.dispatch(touch, touch_group, 1);
+    rec.submit();
+    device.wait_idle();
+    if (r > 0) rt_us.push_back(now_us() - t0);
+  }
+  // GPU time per dispatch: one pass holding N dispatches, timed at the pass boundaries.
+  {
+    std::vector<double> per;
+    for (int r = 0; r <= repeats; r++) {
+      gpu::Profiler p(device, 4);
+      gpu::Recorder rec(device, &p, gpu::Recorder::Timing::WholeSubmit, "many");
+      for (int i = 0; i < n; i++) rec.dispatch(touch, touch_group, 1);
+      rec.submit();
+      auto regions = p.collect();
+      if (r > 0) per.push_back((regions[0].end_ns - regions[0].begin_ns) / 1e3 / n);
+    }
+    c.dispatch_gpu_us = median(per);
+  }
+  c.dispatch_cpu_us = median(cpu_us);
+  c.submit_wait_us = median(rt_us);
+  device.check("measuring ceilings");
+  return c;
+}
+
+}  // namespace ember::tune
