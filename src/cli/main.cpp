@@ -10,6 +10,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   ember::cli::add_devices_command(app);
   ember::cli::add_bench_command(app);
+  ember::cli::add_synth_trellis_command(app);
+  ember::cli::add_pack_trellis_command(app);
+  ember::cli::add_dequant_command(app);
+  ember::cli::add_inspect_stage_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
