@@ -11,11 +11,6 @@ namespace ember::cli {
 namespace fs = std::filesystem;
 using formats::OrderedJson;
 
-// Replaced by the stage-pack code's strong definition when it is linked in.
-__attribute__((weak)) void inspect_stage_pack(const fs::path& dir, bool) {
-  throw Error("stage pack inspection not built into this ember", dir.string(), "build ember with the TRELLIS stage-pack code");
-}
-
 namespace {
 
 struct KindTotal {
@@ -122,13 +117,17 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_flag("--json", *json, "print JSON");
   cmd->callback([dir, json] {
     fs::path d = *dir;
-    if (fs::is_regular_file(d / "manifest.json") && !fs::exists(d / "runtime.json")) return inspect_stage_pack(d, *json);
+    if (fs::is_regular_file(d / "manifest.json") && !fs::exists(d / "runtime.json")) {
+      if (!inspect_stage_pack(d, *json)) throw Error("the stage pack is invalid (problems listed above)", d.string());
+      return;
+    }
     if (!fs::is_regular_file(d / "runtime.json"))
       throw Error("not a pack: neither runtime.json nor manifest.json", d.string(), "pass a directory written by `ember pack`");
     formats::LlmPackCheck c = formats::check_llm_pack(d);
     OrderedJson j = describe(c);
     if (*json) std::printf("%s\n", j.dump(2).c_str());
     else print_text(j, c);
+    std::fflush(stdout);  // the report first, then main's error line on stderr
     if (!c.ok()) throw Error("the pack does not validate (" + std::to_string(c.problems.size()) + " problem(s) listed above)", d.string());
   });
 }

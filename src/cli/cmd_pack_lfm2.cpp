@@ -8,7 +8,7 @@
 namespace ember::cli {
 
 void add_pack_lfm2_command(CLI::App& app) {
-  CLI::App* group = command_group(app, "pack", "convert checkpoints into ember packs");
+  CLI::App* group = subcommand_group(app, "pack", "convert checkpoints into ember packs");
   auto* cmd = group->add_subcommand("lfm2", "Hugging Face LFM2 directory -> runtime.json + weights.bin + tokenizer.json");
   struct Args {
     std::string from, out;

@@ -7,7 +7,7 @@
 namespace ember::cli {
 
 void add_synth_lfm2_command(CLI::App& app) {
-  CLI::App* group = command_group(app, "synth", "write random-weight checkpoints in upstream formats");
+  CLI::App* group = subcommand_group(app, "synth", "write random-weight checkpoints in upstream formats");
   auto* cmd = group->add_subcommand("lfm2", "a Hugging Face LFM2 directory: config.json, model.safetensors, tokenizer.json");
   struct Args {
     std::string shape = "tiny", out, tokenizer;

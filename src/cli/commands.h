@@ -16,13 +16,21 @@ void add_pack_lfm2_command(CLI::App& app);   // `ember pack lfm2`
 void add_synth_lfm2_command(CLI::App& app);  // `ember synth lfm2`
 void add_inspect_command(CLI::App& app);     // `ember inspect DIR` (LLM or stage pack)
 
-// `ember pack` / `ember synth` hold one subcommand per format, registered from different
-// files: this returns the existing group or creates it.
-CLI::App* command_group(CLI::App& app, const std::string& name, const std::string& description);
+// Command groups several files add to (`ember synth lfm2|trellis-ss-flow`, `ember pack
+// lfm2|trellis`): returns the existing subcommand `name` or creates it (requiring one
+// sub-subcommand).
+CLI::App* subcommand_group(CLI::App& app, const std::string& name, const std::string& description);
 
-// `ember inspect` for a TRELLIS stage pack (a directory with manifest.json); defined by the
-// stage-pack code. cmd_inspect.cpp holds a weak fallback that says it is not built.
-void inspect_stage_pack(const std::filesystem::path& dir, bool json);
+// TRELLIS stage packs (cmd_synth_trellis.cpp, cmd_pack_trellis.cpp, cmd_dequant.cpp,
+// inspect_stage.cpp).
+void add_synth_trellis_command(CLI::App& app);  // ember synth trellis-ss-flow
+void add_pack_trellis_command(CLI::App& app);   // ember pack trellis
+void add_dequant_command(CLI::App& app);        // ember dequant --stage DIR --out CKPT.safetensors
+void dequant_stage_pack(const std::filesystem::path& dir, const std::filesystem::path& out);
+// The stage half of `ember inspect DIR` (DIR holds manifest.json): tensor table, bytes by
+// kind, quantization, validation verdict; JSON with `json`. Returns false when the pack is invalid.
+bool inspect_stage_pack(const std::filesystem::path& dir, bool json);
+void add_inspect_stage_command(CLI::App& app);  // temporary `ember inspect-stage DIR [--json]`
 
 // Options every GPU-using command shares: --device, --gpu-fast, --profile.
 struct GpuOptions {

@@ -13,6 +13,10 @@ int main(int argc, char** argv) {
   ember::cli::add_pack_lfm2_command(app);
   ember::cli::add_synth_lfm2_command(app);
   ember::cli::add_inspect_command(app);
+  ember::cli::add_synth_trellis_command(app);
+  ember::cli::add_pack_trellis_command(app);
+  ember::cli::add_dequant_command(app);
+  ember::cli::add_inspect_stage_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

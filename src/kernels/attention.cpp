@@ -1,0 +1,83 @@
+#include "kernels/attention.h"
+
+#include <cmath>
+
+#include "common/error.h"
+#include "kernels/step.h"
+
+namespace ember::kernels {
+namespace {
+
+AttentionConfig checked(const AttentionConfig& in, const std::string& where) {
+  AttentionConfig c = in;
+  if (c.heads == 0 || c.kv_heads == 0 || c.head_dim == 0 || c.heads % c.kv_heads != 0)
+    throw Error("heads, kv_heads and head_dim must be positive, heads a multiple of kv_heads", where);
+  if (c.q_stride == 0) c.q_stride = c.heads * c.head_dim;
+  if (c.scale == 0) c.scale = float(1.0 / std::sqrt(double(c.head_dim)));
+  return c;
+}
+
+AttentionParams params_of(const AttentionConfig& c) {
+  return {c.heads, c.kv_heads, c.head_dim, c.head_dim + c.padding, c.q_stride, c.q_offset, c.scale, 0};
+}
+
+}  // namespace
+
+AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfig& config)
+    : kernels_(kernels), config_(checked(config, "AttentionDecode")) {
+  const uint32_t wg = config_.workgroup;
+  if ((wg & (wg - 1)) != 0 || wg > 1024 || config_.head_dim > 4 * wg)
+    throw Error("workgroup must be a power of two <= 1024 with head_dim <= 4 * workgroup", "AttentionDecode");
+  if (config_.max_blocks == 0) throw Error("max_blocks must be positive", "AttentionDecode");
+  if (config_.subgroups && !kernels.device().has_subgroups())
+    throw Error("subgroup variant requested but the device has no subgroups", "AttentionDecode",
+                "use the shared variant");
+  gpu::KernelKey key{.file = "attention_decode.wgsl", .constants = {{"WG", wg}, {"MAXD", config_.head_dim}}};
+  if (config_.subgroups) key.defines.insert("SUBGROUPS");
+  partials_kernel_ = &kernels.get(key);
+  combine_kernel_ = &kernels.get({.file = "attention_combine.wgsl", .constants = {{"WG", 64}}});
+  params_ = kernels.device().create_uniform(params_of(config_), "attention params");
+  partials_ = kernels.device().create_storage(
+      uint64_t(config_.heads) * config_.max_blocks * (config_.head_dim + 2) * 4, "attention partials");
+}
+
+AttentionDecode::Groups AttentionDecode::bind(gpu::Binding q, gpu::Binding k_cache, gpu::Binding v_cache,
+                                              gpu::Binding out, gpu::Binding step) const {
+  return {kernels_.bind(*partials_kernel_, {q, k_cache, v_cache, {&partials_}, {&params_}, step}),
+          kernels_.bind(*combine_kernel_, {{&partials_}, out, {&params_}})};
+}
+
+void AttentionDecode::record(gpu::Recorder& rec, const Groups& groups, uint32_t blocks) const {
+  if (blocks == 0 || blocks > config_.max_blocks)
+    throw Error("block count " + std::to_string(blocks) + " outside 1.." + std::to_string(config_.max_blocks),
+                "AttentionDecode::record", "raise max_blocks in the config");
+  rec.dispatch(*partials_kernel_, groups.partials, blocks, config_.heads);
+  rec.dispatch(*combine_kernel_, groups.combine, blocks, config_.heads);
+}
+
+AttentionPrefill::AttentionPrefill(gpu::KernelCache& kernels, const AttentionConfig& config)
+    : kernels_(kernels), config_(checked(config, "AttentionPrefill")) {
+  const uint64_t bq = config_.query_tile, bk = config_.key_tile, d = config_.head_dim;
+  const uint64_t bytes = 4 * ((2 * bq + 2 * bk) * d + bq * bk + 3 * bq);
+  if (bq == 0 || bk == 0) throw Error("query_tile and key_tile must be positive", "AttentionPrefill");
+  if (bytes > kernels.device().limits().maxComputeWorkgroupStorageSize)
+    throw Error("tiles need " + std::to_string(bytes) + " bytes of workgroup memory, the adapter has " +
+                    std::to_string(kernels.device().limits().maxComputeWorkgroupStorageSize),
+                "AttentionPrefill", "use smaller query_tile/key_tile");
+  kernel_ = &kernels.get({.file = "attention_prefill.wgsl",
+                          .constants = {{"WG", config_.workgroup}, {"BQ", bq}, {"BK", bk}, {"MAXD", d}}});
+  params_ = kernels.device().create_uniform(params_of(config_), "attention params");
+}
+
+gpu::BindGroup AttentionPrefill::bind(gpu::Binding q, gpu::Binding k_cache, gpu::Binding v_cache, gpu::Binding out,
+                                      gpu::Binding step) const {
+  return kernels_.bind(*kernel_, {q, k_cache, v_cache, out, {&params_}, step});
+}
+
+void AttentionPrefill::record(gpu::Recorder& rec, const gpu::BindGroup& group, uint32_t T) const {
+  if (T == 0) return;
+  rec.dispatch(*kernel_, group, checked_groups(kernels_.device(), ceil_div(T, config_.query_tile), "AttentionPrefill"),
+               config_.heads);
+}
+
+}  // namespace ember::kernels

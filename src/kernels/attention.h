@@ -1,0 +1,68 @@
+// GQA attention over the KV cache (layout of kv_write.h: [positions][kv_heads][head_dim + padding]).
+//   AttentionDecode: one query token, flash-decoding (attention_decode.wgsl + attention_combine.wgsl);
+//     L = StepParams.start + 1; the block count B is a record() argument (no new bind groups).
+//   AttentionPrefill: T causal queries at StepParams.start + t, tiled (attention_prefill.wgsl);
+//     T is read from StepParams.rows, which must equal record()'s T.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/kernel.h"
+#include "gpu/recorder.h"
+
+namespace ember::kernels {
+
+// Mirrors `struct AttentionParams` in attention_params.wgsl.
+struct AttentionParams {
+  uint32_t heads, kv_heads, head_dim, row, q_stride, q_offset;
+  float scale;
+  uint32_t pad0;
+};
+static_assert(sizeof(AttentionParams) == 32);
+
+struct AttentionConfig {
+  uint32_t heads = 0, kv_heads = 0, head_dim = 0;  // heads a multiple of kv_heads
+  uint32_t padding = 0;                 // extra elements per cache row
+  uint32_t q_stride = 0, q_offset = 0;  // elements per token / of token 0 in q; stride 0 = heads * head_dim
+  float scale = 0;                      // 0 = 1 / sqrt(head_dim)
+  bool subgroups = false;               // decode: subgroup reductions (shared memory otherwise)
+  uint32_t workgroup = 64;              // decode: keys per tile (power of two); prefill: threads
+  uint32_t max_blocks = 64;             // decode: largest B record() accepts (sizes the partials)
+  uint32_t query_tile = 16, key_tile = 16;  // prefill: BQ, BK
+};
+
+class AttentionDecode {
+ public:
+  AttentionDecode(gpu::KernelCache& kernels, const AttentionConfig& config);
+  struct Groups {
+    gpu::BindGroup partials, combine;
+  };
+  // q: the token's queries ([heads][head_dim] at q_offset); out: dense [heads][head_dim];
+  // step: StepParams with start = the token's position (its k/v already written to the cache).
+  Groups bind(gpu::Binding q, gpu::Binding k_cache, gpu::Binding v_cache, gpu::Binding out, gpu::Binding step) const;
+  void record(gpu::Recorder& rec, const Groups& groups, uint32_t blocks) const;
+
+ private:
+  gpu::KernelCache& kernels_;
+  AttentionConfig config_;
+  const gpu::Kernel* partials_kernel_;
+  const gpu::Kernel* combine_kernel_;
+  gpu::Buffer params_, partials_;
+};
+
+class AttentionPrefill {
+ public:
+  AttentionPrefill(gpu::KernelCache& kernels, const AttentionConfig& config);
+  // out: dense [T][heads][head_dim]; step: StepParams {start, rows = T}.
+  gpu::BindGroup bind(gpu::Binding q, gpu::Binding k_cache, gpu::Binding v_cache, gpu::Binding out,
+                      gpu::Binding step) const;
+  void record(gpu::Recorder& rec, const gpu::BindGroup& group, uint32_t T) const;
+
+ private:
+  gpu::KernelCache& kernels_;
+  AttentionConfig config_;
+  const gpu::Kernel* kernel_;
+  gpu::Buffer params_;
+};
+
+}  // namespace ember::kernels
