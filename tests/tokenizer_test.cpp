@@ -210,3 +210,24 @@ TEST(TokenizerErrors, DecodeOutOfRangeAndBadInput) {
   EXPECT_THROW(tok.encode("a\xFF"), Error);
   EXPECT_THROW(fixture_tokenizer("qwen3").decode({1000000}), Error);
 }
+
+TEST(TokenizerCli, TokenizeAndDetokenize) {
+  std::string tok_file = fixture("tokenizers/ember-demo.json");
+  auto run = [](const std::string& cmd) {
+    std::string out;
+    FILE* p = popen(cmd.c_str(), "r");
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    EXPECT_EQ(pclose(p), 0) << cmd;
+    return out;
+  };
+  std::string ids = run(std::string(EMBER_BINARY) + " tokenize --tokenizer " + tok_file + " --add-special --ids --text 'Hello <|im_end|> world'");
+  auto want = fixture_tokenizer("ember-demo").encode("Hello <|im_end|> world", true);
+  std::string joined;
+  for (size_t i = 0; i < want.size(); i++) {
+    if (i) joined += ",";
+    joined += std::to_string(want[i]);
+  }
+  EXPECT_EQ(ids, joined + "\n");
+  EXPECT_EQ(run("echo '" + joined + "' | " + EMBER_BINARY + " detokenize --skip-special --tokenizer " + tok_file), "Hello  world");
+}

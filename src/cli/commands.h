@@ -8,6 +8,8 @@
 namespace ember::cli {
 
 void add_devices_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
+void add_detokenize_command(CLI::App& app);
 
 // Options every GPU-using command shares: --device, --gpu-fast, --profile.
 struct GpuOptions {

@@ -9,6 +9,8 @@ int main(int argc, char** argv) {
   CLI::App app{"ember: generative models on any WebGPU GPU (Dawn, WGSL compute shaders)"};
   app.require_subcommand(1);
   ember::cli::add_devices_command(app);
+  ember::cli::add_tokenize_command(app);
+  ember::cli::add_detokenize_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
