@@ -85,7 +85,7 @@ void Decoder::add(const nlohmann::json& spec, const std::string& where) {
   }
 }
 
-std::string Decoder::decode(std::vector<std::string> tokens) const {
+std::string Decoder::decode(std::vector<std::string> tokens, bool raw_byte_runs) const {
   if (none_) {
     std::string out;
     for (size_t i = 0; i < tokens.size(); i++) out += (i ? " " : "") + tokens[i];
@@ -106,7 +106,7 @@ std::string Decoder::decode(std::vector<std::string> tokens) const {
         size_t run_tokens = 0;
         auto flush = [&] {
           if (run_tokens == 0) return;
-          if (utf8::first_invalid(run) == std::string::npos) out.push_back(run);
+          if (raw_byte_runs || utf8::first_invalid(run) == std::string::npos) out.push_back(run);
           else
             for (size_t i = 0; i < run_tokens; i++) out.push_back("\xEF\xBF\xBD");
           run.clear();
@@ -133,10 +133,9 @@ std::string Decoder::decode(std::vector<std::string> tokens) const {
         break;
       }
       case Kind::Metaspace:
-        for (size_t i = 0; i < tokens.size(); i++) {
-          tokens[i] = replace_all(tokens[i], step.pattern, " ");
-          if (i == 0 && step.strip_first_space && !tokens[i].empty() && tokens[i][0] == ' ') tokens[i].erase(0, 1);
-        }
+        // Upstream drops every replacement character of the first token (the prefix it added).
+        for (size_t i = 0; i < tokens.size(); i++)
+          tokens[i] = replace_all(tokens[i], step.pattern, i == 0 && step.strip_first_space ? "" : " ");
         break;
       case Kind::Replace:
         for (auto& t : tokens) t = replace_all(t, step.pattern, step.content);

@@ -15,8 +15,11 @@ class Decoder {
   // `spec` is the JSON value of "decoder" (null: tokens joined with spaces, as upstream).
   static Decoder from_json(const nlohmann::json& spec, const std::string& where);
 
-  // The bytes for a run of tokens (possibly invalid or unfinished UTF-8).
-  std::string decode(std::vector<std::string> tokens) const;
+  // The bytes for a run of tokens (possibly invalid or unfinished UTF-8). Upstream's ByteFallback
+  // turns a run of <0xNN> tokens that is not valid UTF-8 into one U+FFFD per token; with
+  // `raw_byte_runs` the bytes are kept instead, so that a run still being generated can be
+  // completed by later tokens (the streaming detokenizer needs that).
+  std::string decode(std::vector<std::string> tokens, bool raw_byte_runs = false) const;
 
  private:
   enum class Kind { ByteLevel, ByteFallback, Fuse, Metaspace, Replace, Strip };

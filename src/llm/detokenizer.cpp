@@ -1,6 +1,6 @@
 // StreamingDetokenizer: decodes a sliding window of ids and returns the new complete text.
 // Keeping the previous id as context matters for decoders whose output for a token depends on
-// its position (Metaspace drops the first token's leading space).
+// its neighbours (Metaspace drops the first token's leading space; ByteFallback joins byte runs).
 #include "llm/tokenizer.h"
 #include "llm/utf8.h"
 
@@ -16,8 +16,13 @@ std::string StreamingDetokenizer::push(uint32_t id) {
   std::string out = complete > emitted_ ? utf8::lossy(std::string_view(raw).substr(emitted_, complete - emitted_)) : "";
   emitted_ = std::max(emitted_, complete);
   if (emitted_ == raw.size()) {
-    window_.assign(1, id);
-    emitted_ = tokenizer_.decode_bytes(window_, skip_special_).size();
+    // Shrink the window to this id when the id alone decodes to the tail of what was emitted;
+    // otherwise keep the context.
+    std::string alone = tokenizer_.decode_bytes({id}, skip_special_);
+    if (std::string_view(raw).ends_with(alone)) {
+      window_.assign(1, id);
+      emitted_ = alone.size();
+    }
   }
   return out;
 }

@@ -27,6 +27,7 @@ struct Tokenizer::Impl {
 
   void load_post_processor(const nlohmann::json& spec, const std::string& where);
   const std::string& token_text(uint32_t id) const;
+  std::string decode(const std::vector<uint32_t>& ids, bool skip_special, bool raw_byte_runs) const;
 };
 
 namespace {
@@ -147,19 +148,24 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool add_special_
   return ids;
 }
 
-std::string Tokenizer::decode_bytes(const std::vector<uint32_t>& ids, bool skip_special_tokens) const {
+std::string Tokenizer::Impl::decode(const std::vector<uint32_t>& ids, bool skip_special, bool raw_byte_runs) const {
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (uint32_t id : ids) {
-    const std::string& t = impl_->token_text(id);
-    if (skip_special_tokens && is_special(id)) continue;
+    const std::string& t = token_text(id);
+    const AddedToken* a = added.by_id(id);
+    if (skip_special && a && a->special) continue;
     tokens.push_back(t);
   }
-  return impl_->decoder.decode(std::move(tokens));
+  return decoder.decode(std::move(tokens), raw_byte_runs);
+}
+
+std::string Tokenizer::decode_bytes(const std::vector<uint32_t>& ids, bool skip_special_tokens) const {
+  return impl_->decode(ids, skip_special_tokens, true);
 }
 
 std::string Tokenizer::decode(const std::vector<uint32_t>& ids, bool skip_special_tokens) const {
-  return utf8::lossy(decode_bytes(ids, skip_special_tokens));
+  return utf8::lossy(impl_->decode(ids, skip_special_tokens, false));
 }
 
 std::optional<uint32_t> Tokenizer::token_to_id(std::string_view token) const {

@@ -36,7 +36,8 @@ class Tokenizer {
   // Invalid UTF-8 in the result is replaced by U+FFFD. Ids outside the vocabulary throw.
   std::string decode(const std::vector<uint32_t>& ids, bool skip_special_tokens = false) const;
 
-  // The bytes `decode` turns into text, before the UTF-8 repair (for streaming).
+  // The bytes before any UTF-8 repair, for streaming: an unfinished character stays as its bytes
+  // (also inside a ByteFallback run). Equals `decode` wherever the result is valid UTF-8.
   std::string decode_bytes(const std::vector<uint32_t>& ids, bool skip_special_tokens) const;
 
   std::optional<uint32_t> token_to_id(std::string_view token) const;

@@ -50,3 +50,81 @@ demo.post_processor = {
 };
 if (next > 65536) throw new Error('demo vocabulary exceeds 65536: ' + next);
 write('ember-demo', demo);
+
+// Small hand-made tokenizers for the components the real files above do not use: byte_fallback,
+// unk/fuse_unk, SentencePiece-style normalizers and decoders, every Split behaviour and invert,
+// added-token flags. Their goldens come from `tokenizers` like the real ones.
+function smallBpe({ words, byteFallback = false, unk = null, fuseUnk = false, space = ' ' }) {
+  const vocab = {};
+  const add = (t) => { if (!(t in vocab)) vocab[t] = Object.keys(vocab).length; };
+  if (unk) add(unk);
+  if (byteFallback) for (let b = 0; b < 256; b++) add('<0x' + b.toString(16).toUpperCase().padStart(2, '0') + '>');
+  for (const c of space + 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,!?\'":;-()<>|/_') add(c);
+  // Merges that build each word left to right: w[0..1], then (w[0..i], w[i]).
+  const merges = [];
+  const seen = new Set();
+  for (const w of words) {
+    const chars = [...w];
+    let left = chars[0];
+    for (let i = 1; i < chars.length; i++) {
+      const key = left + ' ' + chars[i];
+      if (!seen.has(key)) { seen.add(key); merges.push([left, chars[i]]); }
+      left += chars[i];
+      add(left);
+    }
+  }
+  return { type: 'BPE', dropout: null, unk_token: unk, continuing_subword_prefix: null, end_of_word_suffix: null,
+           fuse_unk: fuseUnk, byte_fallback: byteFallback, ignore_merges: false, vocab, merges };
+}
+
+function addedTokens(list, startId) {
+  return list.map((t, i) => ({ id: startId + i, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true, ...t }));
+}
+
+const WORDS = ['the', 'he', 'and', 'an', 'ing', 'in', 'er', 're', 'on', 'at', 'is', 'it', 'wor', 'world', 'hello', 'token', '12', '123'];
+const SP = '\u2581';
+
+{
+  // SentencePiece-like (Llama 2 style): Prepend + Replace normalizers, byte fallback, Metaspace-free decoder chain.
+  const model = smallBpe({ words: [...WORDS.map((w) => SP + w), ...WORDS], byteFallback: true, unk: '<unk>', space: SP });
+  const n = Object.keys(model.vocab).length;
+  write('synthetic-spm', {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: [
+      { id: 0, content: '<unk>', single_word: false, lstrip: false, rstrip: false, normalized: false, special: true },
+      ...addedTokens([{ content: '<s>' }, { content: '</s>' }, { content: '[MASK]', lstrip: true, rstrip: true },
+                      { content: 'xyz', single_word: true, special: false }, { content: 'qq', normalized: true, special: false }], n),
+    ],
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: SP }, { type: 'Replace', pattern: { String: ' ' }, content: SP }] },
+    pre_tokenizer: null,
+    post_processor: {
+      type: 'TemplateProcessing',
+      single: [{ SpecialToken: { id: '<s>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
+      pair: [{ Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }],
+      special_tokens: { '<s>': { id: '<s>', ids: [n], tokens: ['<s>'] } },
+    },
+    decoder: { type: 'Sequence', decoders: [{ type: 'Replace', pattern: { String: SP }, content: ' ' }, { type: 'ByteFallback' },
+                                            { type: 'Fuse' }, { type: 'Strip', content: ' ', start: 1, stop: 0 }] },
+    model,
+  });
+}
+
+for (const behavior of ['Removed', 'Isolated', 'MergedWithPrevious', 'MergedWithNext', 'Contiguous']) {
+  for (const invert of [false, true]) {
+    // Lowercased text split on a regex (or a literal for Removed), then unknown characters fused into [UNK].
+    const model = smallBpe({ words: WORDS, unk: '[UNK]', fuseUnk: behavior !== 'Isolated' });
+    const n = Object.keys(model.vocab).length;
+    const pattern = behavior === 'Removed' && !invert ? { String: ' ' } : { Regex: '\\s+|[0-9]' };
+    write(`synthetic-split-${behavior}${invert ? '-invert' : ''}`, {
+      version: '1.0', truncation: null, padding: null,
+      added_tokens: addedTokens([{ content: '[UNK]' }, { content: '<|im_end|>', rstrip: true }], 0).map((t, i) => ({ ...t, id: i ? n : 0 })),
+      normalizer: behavior === 'Contiguous' ? { type: 'Sequence', normalizers: [{ type: 'NFKD' }, { type: 'Lowercase' }] } : { type: 'Lowercase' },
+      pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Split', pattern, behavior, invert }, { type: 'Digits', individual_digits: invert }] },
+      post_processor: null,
+      decoder: behavior === 'Isolated' ? null
+        : behavior === 'MergedWithPrevious' ? { type: 'Metaspace', replacement: SP, prepend_scheme: 'always', split: true }
+        : { type: 'Fuse' },
+      model,
+    });
+  }
+}
