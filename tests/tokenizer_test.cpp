@@ -87,7 +87,7 @@ TEST(TokenizerGoldens, SmallHandMadeTokenizers) {
     check_goldens(name);
     n++;
   }
-  EXPECT_EQ(n, 11u);
+  EXPECT_EQ(n, 12u);
 }
 
 TEST(TokenizerGoldens, CorpusMatchesTheGoldens) {
@@ -131,7 +131,7 @@ TEST(TokenizerStreaming, SplitEmojiIsHeldBack) {
 }
 
 TEST(TokenizerStreaming, MatchesBatchDecodeOnCorpus) {
-  for (const char* name : {"qwen3", "ember-demo", "synthetic-spm", "synthetic-split-MergedWithPrevious"}) {
+  for (const char* name : {"qwen3", "ember-demo", "synthetic-spm", "synthetic-split-MergedWithPrevious", "synthetic-bytelevel"}) {
     const Tokenizer& tok = fixture_tokenizer(name);
     auto golden = nlohmann::json::parse(read_file(fixture(std::string("tokenizer_goldens/") + name + ".json")));
     for (bool skip : {false, true}) {

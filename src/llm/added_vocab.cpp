@@ -17,8 +17,9 @@ bool is_whitespace(char32_t c) {
          c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-// Rust's char::is_alphanumeric, approximated by the letter and number categories.
-bool is_alphanumeric(char32_t c) {
+// A word character for single_word tokens: alphanumeric (letter and number categories) or '_'.
+bool is_word_char(char32_t c) {
+  if (c == '_') return true;
   auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(c));
   return (cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO) || (cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_NO);
 }
@@ -84,12 +85,16 @@ AddedVocabulary AddedVocabulary::from_json(const nlohmann::json& list, const Nor
     t.rstrip = e.value("rstrip", false);
     t.single_word = e.value("single_word", false);
     t.normalized = e.value("normalized", !t.special);
+    // Upstream keeps a normalized token by its normalized text: that is what it matches, what
+    // token_to_id knows and what decoding writes.
+    if (t.normalized) t.content = normalizer.apply(t.content);
+    if (t.content.empty()) throw Error("added token is empty after normalization", at);
     int index = static_cast<int>(v.tokens_.size());
     if (t.id >= v.by_id_.size()) v.by_id_.resize(t.id + 1, -1);
     v.by_id_[t.id] = index;
     v.by_content_.emplace(t.content, index);
     if (t.normalized) {
-      v.normalized_.insert(normalizer.apply(t.content), index);
+      v.normalized_.insert(t.content, index);
       v.any_normalized_ = true;
     } else {
       v.raw_.insert(t.content, index);
@@ -123,9 +128,9 @@ void AddedVocabulary::split_pass(const Trie& trie, std::string_view s, std::vect
     pos = stop;  // matching resumes after this match whether it is kept or not
     if (t.single_word) {
       size_t before;
-      bool word_before = start > 0 && is_alphanumeric(last_char(s, start, before));
+      bool word_before = start > 0 && is_word_char(last_char(s, start, before));
       size_t after = stop;
-      bool word_after = stop < s.size() && is_alphanumeric(utf8::next(s, after));
+      bool word_after = stop < s.size() && is_word_char(utf8::next(s, after));
       if (word_before || word_after) continue;
     }
     if (t.lstrip) {

@@ -1,6 +1,7 @@
 // tokenizer.json's "added_tokens": strings matched in the text before the model runs (leftmost,
 // longest first), with upstream's lstrip / rstrip / single_word / normalized flags. Tokens with
-// normalized=false are matched on the raw text, the others on the normalized text.
+// normalized=false are matched on the raw text, the others (kept by their normalized content, as
+// upstream does) on the normalized text.
 #pragma once
 
 #include <cstdint>

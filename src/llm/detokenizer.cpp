@@ -10,6 +10,8 @@ StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer, bool skip
     : tokenizer_(tokenizer), skip_special_(skip_special_tokens) {}
 
 std::string StreamingDetokenizer::push(uint32_t id) {
+  // A skipped token never reaches the decoder, so it must not become the context either.
+  if (skip_special_ && tokenizer_.is_special(id)) return "";
   window_.push_back(id);
   std::string raw = tokenizer_.decode_bytes(window_, skip_special_);
   size_t complete = utf8::complete_prefix(raw);

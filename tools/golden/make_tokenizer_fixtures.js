@@ -128,3 +128,40 @@ for (const behavior of ['Removed', 'Isolated', 'MergedWithPrevious', 'MergedWith
     });
   }
 }
+
+{
+  // Byte-level with a prefix space per piece after a MergedWithNext split, GPT-2 regex inside
+  // ByteLevel, and added tokens with single_word / lstrip / rstrip.
+  const alphabet = [];
+  for (let b = 0; b < 256; b++) {
+    const printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+    alphabet.push(printable ? b : null);
+  }
+  let extra = 256;
+  const chars = alphabet.map((b, i) => String.fromCodePoint(b === null ? extra++ : i));
+  const vocab = {};
+  chars.forEach((c) => { vocab[c] = Object.keys(vocab).length; });
+  const merges = [];
+  for (const w of WORDS.flatMap((w) => [w, ' ' + w])) {
+    const spelled = [...Buffer.from(w, 'utf8')].map((b) => chars[b]);
+    let left = spelled[0];
+    for (let i = 1; i < spelled.length; i++) {
+      if (!((left + spelled[i]) in vocab)) { merges.push(left + ' ' + spelled[i]); vocab[left + spelled[i]] = Object.keys(vocab).length; }
+      left += spelled[i];
+    }
+  }
+  const n = Object.keys(vocab).length;
+  write('synthetic-bytelevel', {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: addedTokens([{ content: '<|im_start|>', single_word: true }, { content: '<|im_end|>', rstrip: true },
+                               { content: '[MASK]', lstrip: true }, { content: 'xyz', single_word: true, special: false }], n),
+    normalizer: null,
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [
+      { type: 'Split', pattern: { Regex: '\\n+|\\p{P}' }, behavior: 'MergedWithNext', invert: false },
+      { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true }] },
+    post_processor: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: true },
+    decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null,
+             fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges },
+  });
+}
