@@ -31,6 +31,8 @@ void dequant_stage_pack(const std::filesystem::path& dir, const std::filesystem:
 // kind, quantization, validation verdict; JSON with `json`. Returns false when the pack is invalid.
 bool inspect_stage_pack(const std::filesystem::path& dir, bool json);
 void add_inspect_stage_command(CLI::App& app);  // temporary `ember inspect-stage DIR [--json]`
+void add_tokenize_command(CLI::App& app);
+void add_detokenize_command(CLI::App& app);
 
 // Options every GPU-using command shares: --device, --gpu-fast, --profile.
 struct GpuOptions {
