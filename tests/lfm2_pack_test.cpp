@@ -159,14 +159,20 @@ void check_round_trip(const fs::path& hf, const fs::path& out) {
 }
 
 // One valid tiny pack per test binary run, copied by the tests that damage it.
+struct TinyPackDir {
+  fs::path dir = temp_dir("tiny");
+  TinyPackDir() {
+    synth_lfm2_checkpoint(lfm2_preset("tiny"), dir / "hf", {.seed = 5});
+    pack_lfm2(dir / "hf", dir / "pack");
+  }
+  ~TinyPackDir() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
 const fs::path& tiny_pack() {
-  static fs::path dir = [] {
-    fs::path d = temp_dir("tiny");
-    synth_lfm2_checkpoint(lfm2_preset("tiny"), d / "hf", {.seed = 5});
-    pack_lfm2(d / "hf", d / "pack");
-    return d;
-  }();
-  return dir;
+  static TinyPackDir d;
+  return d.dir;
 }
 
 fs::path damaged_copy(const std::string& name) {
