@@ -32,6 +32,8 @@ void dequant_stage_pack(const std::filesystem::path& dir, const std::filesystem:
 bool inspect_stage_pack(const std::filesystem::path& dir, bool json);
 void add_inspect_stage_command(CLI::App& app);  // temporary `ember inspect-stage DIR [--json]`
 void add_tokenize_command(CLI::App& app);
+void add_generate_command(CLI::App& app);  // ember generate
+void add_chat_command(CLI::App& app);      // ember chat
 void add_detokenize_command(CLI::App& app);
 
 // Options every GPU-using command shares: --device, --gpu-fast, --profile.

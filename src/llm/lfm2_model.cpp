@@ -66,22 +66,38 @@ uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 Lfm2Model::Lfm2Model(const gpu::Device& device, gpu::KernelCache& kernels, const formats::LlmPack& pack,
                      const ModelOptions& options)
     : device_(device), kernels_(kernels), pack_(pack), options_(options) {
+  if (pack.shape().conv_cache != 3)
+    throw Error("convCache " + std::to_string(pack.shape().conv_cache) + " is not supported", "runtime.json shape", "ember's conv kernel has 3 taps");
+  int shown = -1;
+  weights_ = std::make_shared<Lfm2Weights>(device, pack, [&](uint64_t done, uint64_t total) {
+    int pct = static_cast<int>(100 * done / total);
+    if (options_.quiet || pct / 10 == shown / 10) return;
+    shown = pct;
+    std::fprintf(stderr, "\rloading weights %3d%% of %.1f MB", pct, total / 1e6);
+  });
+  if (!options_.quiet) std::fprintf(stderr, "\n");
+  build();
+}
+
+Lfm2Model::Lfm2Model(const Lfm2Model& other, const ModelOptions& options)
+    : device_(other.device_), kernels_(other.kernels_), pack_(other.pack_), options_(options), weights_(other.weights_) {
+  build();
+}
+
+void Lfm2Model::build() {
+  const gpu::Device& device = device_;
+  gpu::KernelCache& kernels = kernels_;
+  const formats::LlmPack& pack = pack_;
   const auto& s = pack.shape();
   const auto& rt = pack.runtime();
   const uint32_t H = u32(s.hidden), F = u32(s.ffn), V = u32(s.vocab), D = u32(s.head_dim);
   const uint32_t Q = u32(s.q_rows()), KV = u32(s.kv_rows()), QKV = u32(s.qkv_rows());
-  const uint32_t C = std::max<uint32_t>(1, options.prefill_chunk);
+  const uint32_t C = std::max<uint32_t>(1, options_.prefill_chunk);
   const float eps = static_cast<float>(s.eps());
-  if (s.conv_cache != 3) throw Error("convCache " + std::to_string(s.conv_cache) + " is not supported", "runtime.json shape", "ember's conv kernel has 3 taps");
 
   choices_ = choose_kernels(pack, device);
   const int64_t rope_rows = static_cast<int64_t>(pack.f32_section("rope.cos_ext").size() / (D / 2));
   capacity_ = u32(std::min<int64_t>(rt.max_total_positions > 0 ? rt.max_total_positions : rope_rows, rope_rows));
-
-  weights_ = std::make_unique<Lfm2Weights>(device, pack, [&](uint64_t done, uint64_t total) {
-    if (!options_.quiet) std::fprintf(stderr, "\rloading weights %3.0f%% (%.1f MB)", 100.0 * done / total, total / 1e6);
-  });
-  if (!options_.quiet) std::fprintf(stderr, "\n");
 
   // ---- kernel families ----
   ops_ = std::make_unique<Ops>();

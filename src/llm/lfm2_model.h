@@ -28,6 +28,8 @@ struct ModelOptions {
 class Lfm2Model {
  public:
   Lfm2Model(const gpu::Device& device, gpu::KernelCache& kernels, const formats::LlmPack& pack, const ModelOptions& options = {});
+  // Another sequence of the same model: shares `other`'s GPU weights, has its own caches.
+  Lfm2Model(const Lfm2Model& other, const ModelOptions& options);
   ~Lfm2Model();
   Lfm2Model(const Lfm2Model&) = delete;
   Lfm2Model& operator=(const Lfm2Model&) = delete;
@@ -66,6 +68,8 @@ class Lfm2Model {
   struct Layer;
   struct Chunk;  // bind groups of the T-dependent (matrix-matrix) kernels for one chunk size T
 
+  void build();
+
   void upload_step(uint32_t start, uint32_t rows) const;
   void record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk);
   void record_head(gpu::Recorder& rec, uint32_t T);
@@ -76,7 +80,7 @@ class Lfm2Model {
   const formats::LlmPack& pack_;
   ModelOptions options_;
   KernelChoices choices_;
-  std::unique_ptr<Lfm2Weights> weights_;
+  std::shared_ptr<const Lfm2Weights> weights_;
   std::unique_ptr<Ops> ops_;
   std::vector<Layer> layers_;
   std::map<uint32_t, std::unique_ptr<Chunk>> chunks_;

@@ -1,0 +1,75 @@
+// `ember chat`: interactive multi-turn chat; the conversation lives in the model's caches, so
+// each turn only prefills the new message.
+#include <cstdio>
+#include <iostream>
+
+#include "cli/llm_options.h"
+#include "common/error.h"
+#include "llm/chat_template.h"
+
+namespace ember::cli {
+
+void add_chat_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("chat", "interactive chat (/reset starts over, /exit quits)");
+  struct Opts {
+    LlmOptions llm;
+    std::string system;
+    uint32_t n = 512;
+  };
+  auto o = std::make_shared<Opts>();
+  o->llm.add_to(*cmd);
+  cmd->add_option("--system", o->system, "system prompt");
+  cmd->add_option("-n,--max-tokens", o->n, "tokens per reply at most")->capture_default_str();
+  cmd->callback([o] {
+    o->llm.sampling.validate();
+    llm::Session session(o->llm.model, o->llm.session());
+    const auto& tok = session.tokenizer();
+    auto& model = session.model();
+    bool first_turn = true;
+    std::fprintf(stderr, "ember chat on %s: type a message; /reset starts over, /exit quits.\n", session.device().adapter().name().c_str());
+    std::string line;
+    while (true) {
+      std::fprintf(stdout, "> ");
+      std::fflush(stdout);
+      if (!std::getline(std::cin, line) || line == "/exit") break;
+      if (line == "/reset") {
+        session.generator().reset();
+        first_turn = true;
+        std::fprintf(stdout, "(conversation cleared)\n");
+        continue;
+      }
+      if (line.empty()) continue;
+      std::vector<llm::ChatMessage> turn;
+      if (first_turn && !o->system.empty()) turn.push_back({"system", o->system});
+      turn.push_back({"user", line});
+      // The first turn renders the template from the start (<|startoftext|>); later turns only
+      // their own part: the reply's <|im_end|> is still pending (sampled, not yet in the cache).
+      std::string text = llm::render_lfm2_chat(turn, true);
+      if (!first_turn) {
+        const std::string bos = "<|startoftext|>";
+        if (text.rfind(bos, 0) == 0) text = text.substr(bos.size());
+        text = "\n" + text;
+      }
+      std::vector<uint32_t> ids = tok.encode(text, false);
+      if (model.position() + ids.size() + 1 >= model.capacity()) {
+        std::fprintf(stdout, "(the context is full: %u of %u positions used; /reset to start over)\n", model.position(), model.capacity());
+        continue;
+      }
+      llm::StreamingDetokenizer detok(tok, true);
+      llm::GenerateOptions go{.max_tokens = o->n, .stop_ids = session.stop_ids(), .in_flight = 1};
+      auto stats = session.generator().generate(ids, o->llm.sampling, go, [&](uint32_t id) {
+        std::string piece = detok.push(id);
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+        return true;
+      });
+      std::string tail = detok.finish();
+      std::fwrite(tail.data(), 1, tail.size(), stdout);
+      std::fprintf(stdout, "\n");
+      std::fprintf(stderr, "[%u tokens, %.1f tok/s, %u/%u positions]\n", stats.generated, stats.decode_tok_s, model.position(), model.capacity());
+      first_turn = false;
+    }
+  });
+}
+
+}  // namespace ember::cli

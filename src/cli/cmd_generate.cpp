@@ -1,0 +1,76 @@
+// `ember generate`: one prompt in, streamed text out, with the numbers that matter at the end.
+#include <cstdio>
+
+#include "cli/llm_options.h"
+#include "common/error.h"
+#include "llm/chat_template.h"
+
+namespace ember::cli {
+
+void add_generate_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("generate", "generate text from a prompt on the GPU, streaming tokens as they come");
+  struct Opts {
+    LlmOptions llm;
+    std::string prompt;
+    uint32_t n = 128;
+    bool chat = false, json = false, raw = false;
+  };
+  auto o = std::make_shared<Opts>();
+  o->llm.add_to(*cmd);
+  cmd->add_option("--prompt,-p", o->prompt, "prompt text")->required();
+  cmd->add_option("-n,--max-tokens", o->n, "tokens to generate at most")->capture_default_str();
+  cmd->add_flag("--chat", o->chat, "wrap the prompt as one user turn of the chat template");
+  cmd->add_flag("--raw", o->raw, "no special tokens added to the prompt (no BOS)");
+  cmd->add_flag("--json", o->json, "print one JSON object at the end (text, ids, statistics) instead of streaming");
+  cmd->callback([o] {
+    o->llm.sampling.validate();
+    if (o->n < 1) throw Error("-n must be at least 1", "-n");
+    llm::Session session(o->llm.model, o->llm.session());
+    const auto& tok = session.tokenizer();
+    std::vector<uint32_t> prompt = o->chat ? llm::encode_lfm2_chat(tok, {{"user", o->prompt}}, true)
+                                           : tok.encode(o->prompt, !o->raw);
+    if (prompt.size() >= session.model().capacity())
+      throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens but the model holds " +
+                      std::to_string(session.model().capacity()) + " positions (maxTotalPositions)",
+                  "--prompt", "shorten the prompt");
+    llm::StreamingDetokenizer detok(tok, /*skip_special_tokens=*/true);
+    std::vector<uint32_t> ids;
+    std::string text;
+    llm::GenerateOptions go;
+    go.max_tokens = o->n;
+    go.stop_ids = session.stop_ids();
+    auto stats = session.generator().generate(prompt, o->llm.sampling, go, [&](uint32_t id) {
+      ids.push_back(id);
+      std::string piece = detok.push(id);
+      text += piece;
+      if (!o->json) {
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+      }
+      return true;
+    });
+    std::string tail = detok.finish();
+    text += tail;
+    const auto& a = session.device().adapter();
+    if (o->json) {
+      nlohmann::json j = {{"text", text},
+                          {"ids", ids},
+                          {"prompt_tokens", stats.prompt_tokens},
+                          {"generated_tokens", stats.generated},
+                          {"ttft_ms", stats.ttft_ms},
+                          {"decode_tok_s", stats.decode_tok_s},
+                          {"total_ms", stats.total_ms},
+                          {"stopped", stats.stopped},
+                          {"device", a.name()},
+                          {"down_copy", session.model().choices().down_copy()}};
+      std::printf("%s\n", j.dump(2).c_str());
+      return;
+    }
+    std::fwrite(tail.data(), 1, tail.size(), stdout);
+    std::fprintf(stdout, "\n");
+    std::fprintf(stderr, "\n[%s] prompt %u tokens, generated %u tokens, time to first token %.1f ms, decode %.1f tok/s\n",
+                 a.name().c_str(), stats.prompt_tokens, stats.generated, stats.ttft_ms, stats.decode_tok_s);
+  });
+}
+
+}  // namespace ember::cli

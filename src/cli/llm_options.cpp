@@ -1,0 +1,26 @@
+#include "cli/llm_options.h"
+
+namespace ember::cli {
+
+void LlmOptions::add_to(CLI::App& cmd, bool with_sampling) {
+  cmd.add_option("--model", model, "model directory (runtime.json, weights.bin, tokenizer.json)")->required();
+  gpu.add_to(cmd);
+  cmd.add_flag("--quiet", quiet, "no loading progress or warnings on stderr");
+  if (!with_sampling) return;
+  cmd.add_option("--temperature", sampling.temperature, "0 = greedy")->capture_default_str();
+  cmd.add_option("--top-k", sampling.top_k, "keep the k most likely tokens (0 = off, at most 64)")->capture_default_str();
+  cmd.add_option("--top-p", sampling.top_p, "nucleus sampling (1 = off)")->capture_default_str();
+  cmd.add_option("--min-p", sampling.min_p, "drop tokens below min-p x the best one's probability (0 = off)")->capture_default_str();
+  cmd.add_option("--repeat-penalty", sampling.repeat_penalty, "penalise ids of the last --repeat-last-n tokens (1 = off)")->capture_default_str();
+  cmd.add_option("--repeat-last-n", sampling.repeat_last_n, "window of the repeat penalty (at most 256)")->capture_default_str();
+  cmd.add_option("--seed", sampling.seed, "random seed (same seed, same tokens)")->capture_default_str();
+}
+
+llm::SessionOptions LlmOptions::session() const {
+  llm::SessionOptions s;
+  s.device = gpu.device;
+  s.model.quiet = quiet;
+  return s;
+}
+
+}  // namespace ember::cli

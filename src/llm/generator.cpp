@@ -1,0 +1,135 @@
+#include "llm/generator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+
+#include "common/error.h"
+
+namespace ember::llm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+Generator::Generator(Lfm2Model& model, uint32_t sample_vocab)
+    : model_(model), sample_vocab_(sample_vocab ? std::min(sample_vocab, model.vocab()) : model.vocab()) {
+  const auto& device = model.device();
+  kernels::SamplerConfig sc;
+  sc.vocab = sample_vocab_;
+  sc.partials = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(256, sample_vocab_ / 64)));
+  sc.max_top_k = SamplingOptions::kMaxTopK;
+  sc.window_max = SamplingOptions::kMaxRepeatWindow;
+  sampler_ = std::make_unique<kernels::Sampler>(model.kernels(), sc);
+  params_ = device.create_storage(sizeof(kernels::SamplerParams), "sampler.params");
+  groups_ = sampler_->bind({&model.logits()}, {&model.tokens()}, {&params_});
+}
+
+Generator::~Generator() = default;
+
+GenerationStats Generator::generate(std::span<const uint32_t> prompt, const SamplingOptions& sampling,
+                                    const GenerateOptions& options, const std::function<bool(uint32_t)>& on_token) {
+  sampling.validate();
+  const auto& device = model_.device();
+  const uint32_t depth = std::max<uint32_t>(1, options.in_flight);
+  while (readback_.size() < depth + 1)
+    readback_.push_back(device.create_buffer(256, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "sampled.readback"));
+
+  GenerationStats stats;
+  stats.prompt_tokens = static_cast<uint32_t>(prompt.size() + pending_.size());
+  const auto t0 = Clock::now();
+  std::vector<uint32_t> feed(pending_.begin(), pending_.end());
+  feed.insert(feed.end(), prompt.begin(), prompt.end());
+  pending_.clear();
+  if (feed.empty()) throw Error("nothing to generate from: the prompt is empty", "generate", "give a prompt");
+  model_.prefill(feed);
+
+  // One submit per step: [decode the previous id (not for the first step)] + sample the next id
+  // into tokens[position] + copy it to a read-back buffer. The sampler reads the logits the
+  // decode just wrote; the next decode reads the id the sampler just wrote.
+  struct InFlight {
+    uint32_t slot;  // readback buffer index
+    bool mapped = false, ready = false;
+  };
+  std::deque<InFlight> flight;
+  uint32_t next_slot = 0, submitted = 0, kept = 0, last_id = 0;
+  bool stop = false;
+  Clock::time_point first_token_at{};
+  const uint32_t capacity = model_.capacity();
+  auto submit_step = [&](bool decode_previous) {
+    gpu::Recorder rec(device);
+    if (decode_previous) model_.record_decode(rec);
+    const uint32_t pos = model_.position();
+    kernels::SamplerParams p;
+    p.vocab = sample_vocab_;
+    p.temperature = sampling.temperature;
+    p.top_k = sampling.top_k;
+    p.top_p = sampling.top_p;
+    p.min_p = sampling.min_p;
+    p.repetition_penalty = sampling.repeat_penalty;
+    p.window_len = std::min(pos, sampling.repeat_last_n);
+    p.window_start = pos - p.window_len;
+    p.seed = static_cast<uint32_t>(sampling.seed ^ (sampling.seed >> 32));
+    p.step = submitted;  // the draw depends only on (seed, index in this generation)
+    p.out_slot = pos;
+    kernels::upload_params(device, params_, p);
+    if (sampling.greedy()) sampler_->record_greedy(rec, groups_);
+    else sampler_->record_sample(rec, groups_);
+    InFlight f{next_slot};
+    next_slot = (next_slot + 1) % static_cast<uint32_t>(readback_.size());
+    rec.copy(model_.tokens(), uint64_t(pos) * 4, readback_[f.slot], 0, 4);
+    rec.submit();
+    flight.push_back(f);
+  };
+  auto start_map = [&](InFlight& f) {
+    WGPUBufferMapCallbackInfo cb{};
+    cb.mode = WGPUCallbackMode_AllowProcessEvents;
+    cb.callback = [](WGPUMapAsyncStatus, WGPUStringView, void* u, void*) { *static_cast<bool*>(u) = true; };
+    cb.userdata1 = &f.ready;
+    wgpuBufferMapAsync(readback_[f.slot].get(), WGPUMapMode_Read, 0, 256, cb);
+    f.mapped = true;
+  };
+
+  auto can_submit = [&] { return !stop && submitted < std::max<uint32_t>(1, options.max_tokens) && model_.position() + 1 < capacity; };
+  while (true) {
+    while (can_submit() && flight.size() < depth) {  // keep `depth` steps ahead
+      submit_step(submitted > 0);
+      submitted++;
+    }
+    if (flight.empty()) break;
+    InFlight& f = flight.front();
+    for (auto& g : flight)
+      if (!g.mapped) start_map(g);
+    device.instance().wait_until([&] { return f.ready; });
+    device.check("generating");
+    uint32_t id;
+    std::memcpy(&id, wgpuBufferGetConstMappedRange(readback_[f.slot].get(), 0, 256), 4);
+    wgpuBufferUnmap(readback_[f.slot].get());
+    flight.pop_front();
+    if (stop) continue;  // steps in flight past a stop are discarded
+    if (stats.generated == 0) {
+      first_token_at = Clock::now();
+      stats.ttft_ms = ms_since(t0);
+    }
+    stats.generated++;
+    kept++;
+    last_id = id;
+    bool is_stop = std::find(options.stop_ids.begin(), options.stop_ids.end(), id) != options.stop_ids.end();
+    bool keep_going = on_token(id);
+    if (is_stop || !keep_going) {
+      stop = true;
+      stats.stopped = is_stop;
+    }
+  }
+  // Every step decodes the id sampled by the one before, so the last kept id is not in the
+  // caches yet. The caches are exact (continuable) only if no step was discarded.
+  if (kept == submitted) pending_ = {last_id};
+  stats.total_ms = ms_since(t0);
+  if (stats.generated > 1)
+    stats.decode_tok_s = (stats.generated - 1) / (std::chrono::duration<double>(Clock::now() - first_token_at).count());
+  return stats;
+}
+
+}  // namespace ember::llm

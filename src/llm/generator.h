@@ -1,0 +1,66 @@
+// Text generation on the GPU: prefill, then decode steps that sample on the GPU and feed the
+// sampled id straight into the next step's embedding lookup. The CPU only reads ids back,
+// asynchronously, to stream them and to check stop conditions; up to `in_flight` steps are
+// submitted ahead, so the GPU never waits for the CPU.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kernels/sampler.h"
+#include "llm/lfm2_model.h"
+#include "llm/sampling.h"
+
+namespace ember::llm {
+
+struct GenerateOptions {
+  uint32_t max_tokens = 128;
+  std::vector<uint32_t> stop_ids;  // end of generation (the id itself is reported, then stops)
+  // Steps submitted ahead of the CPU. 1 keeps the caches exact at the stop (every decoded token
+  // is one the caller kept): what multi-turn chat needs. More hides the read-back latency; the
+  // steps in flight at a stop are discarded, and the sequence cannot be continued.
+  uint32_t in_flight = 4;
+};
+
+struct GenerationStats {
+  uint32_t prompt_tokens = 0, generated = 0;
+  double ttft_ms = 0;        // start -> first generated id on the CPU (prefill + first sample)
+  double decode_tok_s = 0;   // generated ids after the first, over the time they took
+  double total_ms = 0;
+  bool stopped = false;      // hit a stop id (else max_tokens or the context end)
+};
+
+class Generator {
+ public:
+  // `sample_vocab`: ids the sampler may pick, [0, sample_vocab) (the tokenizer's size, so every
+  // sampled id decodes; 0 = the model's vocabulary).
+  explicit Generator(Lfm2Model& model, uint32_t sample_vocab = 0);
+  ~Generator();
+
+  // Prefills `prompt` after whatever the model already holds, then generates. `on_token(id)` is
+  // called for each generated id in order; returning false stops generation.
+  GenerationStats generate(std::span<const uint32_t> prompt, const SamplingOptions& sampling, const GenerateOptions& options,
+                           const std::function<bool(uint32_t)>& on_token);
+
+  // After a generate() with in_flight = 1: the last sampled id that was not decoded into the
+  // caches (the stop id), so a continuation (next chat turn) starts by feeding it.
+  std::vector<uint32_t> pending() const { return pending_; }
+  // Starts a new sequence (the model's caches and the pending id).
+  void reset() {
+    model_.reset();
+    pending_.clear();
+  }
+
+ private:
+  Lfm2Model& model_;
+  std::unique_ptr<kernels::Sampler> sampler_;
+  kernels::Sampler::Groups groups_;
+  gpu::Buffer params_;
+  std::vector<gpu::Buffer> readback_;
+  std::vector<uint32_t> pending_;
+  uint32_t sample_vocab_;
+};
+
+}  // namespace ember::llm

@@ -1,0 +1,169 @@
+// Generation end to end: the GPU sampler inside the decode pipeline, continuation of a sequence
+// (chat), and the `ember generate` command with its errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "cli_util.h"
+#include "common/error.h"
+#include "gpu_fixture.h"
+#include "lfm2_test_pack.h"
+#include "llm/generator.h"
+
+using namespace ember;
+namespace fs = std::filesystem;
+
+namespace {
+
+uint32_t argmax(const std::vector<float>& v) { return static_cast<uint32_t>(std::max_element(v.begin(), v.end()) - v.begin()); }
+
+std::vector<uint32_t> generate(llm::Generator& g, std::span<const uint32_t> prompt, const llm::SamplingOptions& s, uint32_t n,
+                               uint32_t in_flight) {
+  std::vector<uint32_t> out;
+  g.generate(prompt, s, {.max_tokens = n, .in_flight = in_flight}, [&](uint32_t id) {
+    out.push_back(id);
+    return true;
+  });
+  return out;
+}
+
+const llm::SamplingOptions kGreedy{.temperature = 0};
+
+}  // namespace
+
+TEST(Generate, GreedyTokensEqualTheReference) {
+  auto pack = formats::LlmPack::open(test::lfm2_test_pack("tiny"));
+  llm::Lfm2Model model(test::test_device(), test::test_kernels(), pack, {.prefill_chunk = 16, .quiet = true});
+  auto weights = test::reference_weights(pack, model.choices().down_copy());
+  reference::Lfm2Reference ref(weights);
+  std::vector<uint32_t> prompt = {1, 17, 200, 33, 4, 99};
+  std::vector<float> logits;
+  for (uint32_t id : prompt) logits = ref.step(id);
+  std::vector<uint32_t> expect;
+  for (int i = 0; i < 12; i++) {
+    expect.push_back(argmax(logits));
+    logits = ref.step(expect.back());
+  }
+  for (uint32_t depth : {1u, 4u}) {
+    llm::Generator gen(model);
+    gen.reset();
+    EXPECT_EQ(generate(gen, prompt, kGreedy, 12, depth), expect) << "in_flight " << depth;
+  }
+}
+
+TEST(Generate, SameSeedSameTokens) {
+  auto pack = formats::LlmPack::open(test::lfm2_test_pack("tiny"));
+  llm::Lfm2Model model(test::test_device(), test::test_kernels(), pack, {.quiet = true});
+  llm::Generator gen(model);
+  llm::SamplingOptions s{.temperature = 1.0f, .top_k = 20, .top_p = 0.9f, .min_p = 0.0f, .repeat_penalty = 1.1f, .seed = 42};
+  std::vector<uint32_t> prompt = {5, 6, 7};
+  gen.reset();
+  auto a = generate(gen, prompt, s, 16, 4);
+  gen.reset();
+  auto b = generate(gen, prompt, s, 16, 2);
+  EXPECT_EQ(a, b);
+  s.seed = 43;
+  gen.reset();
+  EXPECT_NE(generate(gen, prompt, s, 16, 4), a);
+}
+
+TEST(Generate, ContinuationAfterAStopEqualsOneLongSequence) {
+  // Turn 1 stops on a chosen id with in_flight 1; turn 2 continues from the caches. The result
+  // must equal feeding everything as one sequence (what multi-turn chat relies on).
+  auto pack = formats::LlmPack::open(test::lfm2_test_pack("tiny"));
+  llm::Lfm2Model model(test::test_device(), test::test_kernels(), pack, {.quiet = true});
+  llm::Generator gen(model);
+  std::vector<uint32_t> p1 = {3, 10, 20}, p2 = {4, 50};
+  auto turn1 = generate(gen, p1, kGreedy, 5, 1);
+  ASSERT_EQ(gen.pending(), std::vector<uint32_t>{turn1.back()});
+  auto turn2 = generate(gen, p2, kGreedy, 6, 1);
+
+  llm::Lfm2Model fresh(model, {.quiet = true});
+  llm::Generator whole(fresh);
+  std::vector<uint32_t> all = p1;
+  all.insert(all.end(), turn1.begin(), turn1.end());
+  all.insert(all.end(), p2.begin(), p2.end());
+  EXPECT_EQ(generate(whole, all, kGreedy, 6, 4), turn2);
+}
+
+TEST(Generate, InvalidSamplingValuesAreClearErrors) {
+  for (auto [field, s] : std::vector<std::pair<std::string, llm::SamplingOptions>>{
+           {"temperature", {.temperature = -1}}, {"top-k", {.top_k = 1000}}, {"top-p", {.top_p = 0}},
+           {"top-p", {.top_p = 1.5f}}, {"min-p", {.min_p = 1}}, {"repeat-penalty", {.repeat_penalty = 0}}}) {
+    try {
+      s.validate();
+      FAIL() << field;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  }
+}
+
+class GenerateCli : public ::testing::Test {
+ protected:
+  static fs::path pack() { return test::lfm2_test_pack("tiny"); }
+};
+
+TEST_F(GenerateCli, JsonOutputAndStatistics) {
+  auto r = test::run_ember("generate --model " + pack().string() + " --prompt 'Hello there' -n 8 --temperature 0 --json --quiet");
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["generated_tokens"], 8);
+  EXPECT_EQ(j["ids"].size(), 8u);
+  EXPECT_GT(j["prompt_tokens"].get<int>(), 0);
+  EXPECT_GT(j["decode_tok_s"].get<double>(), 0);
+  EXPECT_EQ(j["down_copy"], "quant");
+}
+
+TEST_F(GenerateCli, StreamsAndReportsTimes) {
+  auto r = test::run_ember("generate --model " + pack().string() + " --prompt 'Hi' -n 5 --temperature 0");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("time to first token"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tok/s"), std::string::npos) << r.out;
+}
+
+TEST_F(GenerateCli, BadInputIsAClearErrorAndNonZeroExit) {
+  auto bad = test::run_ember("generate --model " + pack().string() + " --prompt x --top-p 2");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("--top-p"), std::string::npos) << bad.out;
+
+  std::string long_prompt(3000, 'a');
+  for (size_t i = 1; i < long_prompt.size(); i += 2) long_prompt[i] = ' ';
+  auto too_long = test::run_ember("generate --model " + pack().string() + " --quiet --prompt '" + long_prompt + "'");
+  EXPECT_NE(too_long.status, 0);
+  EXPECT_NE(too_long.out.find("maxTotalPositions"), std::string::npos) << too_long.out;
+
+  // A tokenizer with more tokens than the model's vocabulary.
+  fs::path dir = fs::temp_directory_path() / ("ember_bigtok_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"weights.bin", "runtime.json"}) fs::create_symlink(fs::absolute(pack() / f), dir / f);
+  fs::copy_file(fs::path(EMBER_SOURCE_DIR) / "tests/fixtures/tokenizers/qwen3.json", dir / "tokenizer.json");
+  auto big = test::run_ember("generate --model " + dir.string() + " --prompt x");
+  EXPECT_NE(big.status, 0);
+  EXPECT_NE(big.out.find("vocabulary"), std::string::npos) << big.out;
+  fs::remove_all(dir);
+}
+
+TEST_F(GenerateCli, ChatKeepsHistoryAndResets) {
+  auto r = test::run_ember("chat --model " + pack().string() + " --quiet --temperature 0 -n 4 <<'EOF'\nhello\nhow are you\n/reset\nhello\n/exit\nEOF");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("conversation cleared"), std::string::npos) << r.out;
+  // The first reply after /reset equals the very first reply (same prompt, greedy).
+  auto lines = [&] {
+    std::vector<std::string> v;
+    size_t a = 0;
+    while (a < r.out.size()) {
+      size_t b = r.out.find('\n', a);
+      if (b == std::string::npos) b = r.out.size();
+      v.push_back(r.out.substr(a, b - a));
+      a = b + 1;
+    }
+    return v;
+  }();
+  std::vector<std::string> replies;
+  for (const auto& l : lines)
+    if (l.rfind("> ", 0) == 0 && l.size() > 2) replies.push_back(l.substr(2));
+  ASSERT_GE(replies.size(), 3u) << r.out;
+  EXPECT_EQ(replies[0], replies.back());
+}
