@@ -28,9 +28,24 @@ fi
 echo "== adapter (ember devices --json) =="
 cat "$OUT/devices.json"
 
+seed_pack() {  # the seed-000-shape model with random weights, made here (fast on 16 cores)
+  if [ ! -f /tmp/ember-seed/pack/runtime.json ]; then
+    ember synth lfm2 --shape seed --seed 1 --tokenizer tests/fixtures/tokenizers/ember-demo.json --out /tmp/ember-seed/hf >/dev/null
+    ember pack lfm2 --from /tmp/ember-seed/hf --out /tmp/ember-seed/pack >/dev/null
+  fi
+  echo /tmp/ember-seed/pack
+}
+long_prompt() { python3 -c "print(' '.join(['the quick brown fox jumps over the lazy dog'] * 110))"; }
+
 for what in "$@"; do
   case "$what" in
     gpu) ember bench gpu --json > "$OUT/bench_gpu.json" && ember bench gpu ;;
+    generate)
+      pack=$(seed_pack)
+      for fast in "" "--gpu-fast"; do
+        ember generate --model "$pack" --prompt "$(long_prompt)" -n 256 --temperature 0 --json --quiet $fast > "$OUT/generate${fast:+_fast}.json"
+        python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[2], 'prompt', j['prompt_tokens'], 'ttft_ms %.2f' % j['ttft_ms'], 'decode_tok_s %.1f' % j['decode_tok_s'], j['device'])" "$OUT/generate${fast:+_fast}.json" "generate${fast:+ (gpu-fast)}"
+      done ;;
     *) echo "unknown benchmark '$what'" >&2 ;;
   esac
 done
