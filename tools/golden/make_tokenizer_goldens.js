@@ -30,7 +30,11 @@ async function main() {
         decoded_skip_special: await tok.decode(idsSpecial, true),
       });
     }
-    const out = { tokenizer: file, reference: `tokenizers ${version}`, vocab_size: tok.getVocabSize(true), cases };
+    // id_limit: one past the largest id (what ember's vocab_size() reports; cl100k has gaps, so
+    // the library's entry count, vocab_size, is smaller there).
+    const json = JSON.parse(fs.readFileSync(path.join(fixtures, file), 'utf8'));
+    const idLimit = 1 + [...Object.values(json.model.vocab), ...(json.added_tokens || []).map((t) => t.id)].reduce((a, b) => Math.max(a, b), -1);
+    const out = { tokenizer: file, reference: `tokenizers ${version}`, vocab_size: tok.getVocabSize(true), id_limit: idLimit, cases };
     const target = path.join(outDir, file);
     fs.writeFileSync(target, JSON.stringify(out, null, 0) + '\n');
     console.log(target, cases.length, 'cases');
