@@ -33,6 +33,7 @@ bool inspect_stage_pack(const std::filesystem::path& dir, bool json);
 void add_inspect_stage_command(CLI::App& app);  // temporary `ember inspect-stage DIR [--json]`
 void add_tokenize_command(CLI::App& app);
 void add_detokenize_command(CLI::App& app);
+void add_chat_template_command(CLI::App& app);  // ember chat-template
 
 // Options every GPU-using command shares: --device, --gpu-fast, --profile.
 struct GpuOptions {
