@@ -135,13 +135,16 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool add_special_
   std::vector<uint32_t> ids;
   if (add_special_tokens) ids = impl_->prefix;
   std::vector<std::string> words;
+  bool at_start = true;
   for (const auto& seg : impl_->added.split(text, impl_->normalizer)) {
     if (seg.id) {
       ids.push_back(*seg.id);
+      at_start = false;
       continue;
     }
     words.clear();
-    impl_->pre_tokenizer.run(seg.text, words);
+    impl_->pre_tokenizer.run(seg.text, words, at_start);
+    at_start = false;
     for (const auto& w : words) impl_->model.tokenize(w, ids);
   }
   if (add_special_tokens) ids.insert(ids.end(), impl_->suffix.begin(), impl_->suffix.end());
