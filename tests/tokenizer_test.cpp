@@ -90,7 +90,28 @@ TEST(TokenizerGoldens, SmallHandMadeTokenizers) {
     check_goldens(name);
     n++;
   }
-  EXPECT_EQ(n, 12u);
+  EXPECT_EQ(n, 19u);
+}
+
+TEST(TokenizerGoldens, ClipPaddedTo77) {
+  // CLIP's structure (synthetic-clip: NFC + Replace + Lowercase, Split, ByteLevel, "</w>" BPE,
+  // RobertaProcessing): 77 ids, truncated and padded as the library's truncation + padding do.
+  const Tokenizer& tok = fixture_tokenizer("synthetic-clip");
+  auto golden = nlohmann::json::parse(read_file(fixture("tokenizer_goldens/synthetic-clip.json")));
+  size_t truncated = 0;
+  for (const auto& c : golden["cases"]) {
+    auto want = c["ids_padded_77"].get<std::vector<uint32_t>>();
+    EXPECT_EQ(tok.encode_padded(c["text"].get<std::string>(), 77), want) << c["text"];
+    if (c["ids"].size() > 75) truncated++;
+  }
+  EXPECT_GT(truncated, 0u) << "some corpus case should be longer than 77 tokens";
+  uint32_t eot = *tok.token_to_id("<|endoftext|>");
+  size_t n = tok.encode("a photo of a cat").size();
+  auto explicit_pad = tok.encode_padded("a photo of a cat", n + 3, 0u);
+  EXPECT_EQ(explicit_pad[n + 1], eot);
+  EXPECT_EQ(explicit_pad[n + 2], 0u);
+  EXPECT_EQ(tok.encode_padded("", 3), (std::vector<uint32_t>{*tok.token_to_id("<|startoftext|>"), eot, eot}));
+  EXPECT_THROW(tok.encode_padded("x", 1), Error);
 }
 
 TEST(TokenizerGoldens, CorpusMatchesTheGoldens) {

@@ -81,9 +81,11 @@ void PreTokenizer::add(const nlohmann::json& spec, const std::string& where) {
     s.invert = spec.value("split", true);
     steps_.push_back(std::move(s));
   } else if (type == "Whitespace") {
-    // Upstream: the matches of \w+|[^\w\s]+ are the words; the rest is dropped.
+    // Upstream: the matches of \w+|[^\w\s]+ are the words; the rest is dropped. Rust's \w also
+    // covers marks and joiners, PCRE2's does not: spelled out.
     Step s{Kind::Split};
-    s.regex = std::make_shared<Regex>("\\w+|[^\\w\\s]+", where);
+    const std::string word = "\\p{L}\\p{Nl}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}";
+    s.regex = std::make_shared<Regex>("[" + word + "]+|[^" + word + "\\s]+", where);
     s.behavior = Behavior::Removed;
     s.invert = true;
     steps_.push_back(std::move(s));

@@ -24,6 +24,7 @@ struct Tokenizer::Impl {
   Decoder decoder;
   // What the post-processor puts around one sequence when special tokens are asked for.
   std::vector<uint32_t> prefix, suffix;
+  std::optional<uint32_t> padding_id;  // "padding": {"pad_id": ...}
 
   void load_post_processor(const nlohmann::json& spec, const std::string& where);
   const std::string& token_text(uint32_t id) const;
@@ -122,6 +123,8 @@ Tokenizer Tokenizer::from_json_text(std::string_view text, const std::string& or
     impl->added = AddedVocabulary::from_json(field("added_tokens"), impl->normalizer, origin + ": added_tokens");
     impl->decoder = Decoder::from_json(field("decoder"), origin + ": decoder");
     impl->load_post_processor(field("post_processor"), origin + ": post_processor");
+    if (j.contains("padding") && j["padding"].is_object() && j["padding"].contains("pad_id"))
+      impl->padding_id = j["padding"]["pad_id"].get<uint32_t>();
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("malformed field: ") + e.what(), origin, "pass a Hugging Face tokenizer.json");
   }
@@ -148,6 +151,23 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool add_special_
     for (const auto& w : words) impl_->model.tokenize(w, ids);
   }
   if (add_special_tokens) ids.insert(ids.end(), impl_->suffix.begin(), impl_->suffix.end());
+  return ids;
+}
+
+std::vector<uint32_t> Tokenizer::encode_padded(std::string_view text, size_t length, std::optional<uint32_t> pad_id) const {
+  if (!pad_id) pad_id = impl_->padding_id;
+  if (!pad_id && !impl_->suffix.empty()) pad_id = impl_->suffix.back();
+  if (!pad_id)
+    throw Error("no padding token known", impl_->origin, "pass pad_id: the file has no \"padding\" and its post-processor appends no token");
+  size_t specials = impl_->prefix.size() + impl_->suffix.size();
+  if (length < specials)
+    throw Error("length " + std::to_string(length) + " leaves no room for the " + std::to_string(specials) + " special tokens", impl_->origin);
+  std::vector<uint32_t> body = encode(text, false);
+  if (body.size() > length - specials) body.resize(length - specials);
+  std::vector<uint32_t> ids = impl_->prefix;
+  ids.insert(ids.end(), body.begin(), body.end());
+  ids.insert(ids.end(), impl_->suffix.begin(), impl_->suffix.end());
+  ids.resize(length, *pad_id);
   return ids;
 }
 
