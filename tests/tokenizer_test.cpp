@@ -9,6 +9,8 @@
 #include <memory>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -274,4 +276,131 @@ TEST(TokenizerCli, TokenizeAndDetokenize) {
   }
   EXPECT_EQ(ids, joined + "\n");
   EXPECT_EQ(run("echo '" + joined + "' | " + EMBER_BINARY + " detokenize --skip-special --tokenizer " + tok_file), "Hello  world");
+}
+
+TEST(TokenizerOffsets, ByteLevelOffsetsMatchTheLibrary) {
+  // The goldens hold the library's offsets in code points (the Node binding's unit); ember's are
+  // byte offsets into the UTF-8 text, converted here.
+  size_t checked = 0;
+  for (const char* name : {"qwen3", "llama3", "gpt35turbo", "deepseek_v3", "synthetic-bytelevel"}) {
+    SCOPED_TRACE(name);
+    const Tokenizer& tok = fixture_tokenizer(name);
+    auto golden = nlohmann::json::parse(read_file(fixture(std::string("tokenizer_goldens/") + name + ".json")));
+    size_t failures = 0, unaligned = 0;
+    for (const auto& c : golden["cases"]) {
+      std::string text = c["text"];
+      std::vector<size_t> char_index(text.size() + 1, 0);  // byte offset -> code point offset
+      for (size_t pos = 0, n = 0; pos <= text.size(); pos++) {
+        if (pos == text.size() || (static_cast<unsigned char>(text[pos]) & 0xC0) != 0x80) char_index[pos] = n++;
+        else char_index[pos] = n - 1;
+      }
+      auto ids = c["ids"].get<std::vector<uint32_t>>();
+      auto got = tok.offsets(text, ids);
+      if (!got) {  // Qwen3's NFC changes the decomposed-accent cases: no aligned offsets there
+        unaligned++;
+        continue;
+      }
+      ASSERT_EQ(got->size(), ids.size());
+      std::vector<std::vector<size_t>> mine;
+      for (auto [b, e] : *got) mine.push_back({char_index[b], char_index[e]});
+      auto want = c["offsets"].get<std::vector<std::vector<size_t>>>();
+      if (mine != want && failures++ < 3) {
+        for (size_t i = 0; i < want.size(); i++)
+          if (mine[i] != want[i]) {
+            ADD_FAILURE() << text.substr(0, 80) << "\n token " << i << " (id " << ids[i] << "): got [" << mine[i][0] << ", "
+                          << mine[i][1] << ") want [" << want[i][0] << ", " << want[i][1] << ")";
+            break;
+          }
+      }
+      checked++;
+    }
+    EXPECT_EQ(failures, 0u);
+    EXPECT_LE(unaligned, std::string(name) == "qwen3" ? 3u : 0u);
+  }
+  EXPECT_GT(checked, 100u);
+  EXPECT_FALSE(fixture_tokenizer("llama2").offsets("hi", {1}).has_value());  // normalizer: not aligned
+}
+
+namespace {
+
+struct CliRun {
+  int status;
+  std::string out;
+};
+CliRun run_cli(const std::string& args, const std::string& input = "") {
+  std::string path = std::filesystem::temp_directory_path() / ("ember_tok_in_" + std::to_string(::getpid()));
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << input;
+  }
+  std::string out;
+  FILE* p = popen((std::string(EMBER_BINARY) + " " + args + " < " + path + " 2>&1").c_str(), "r");
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  int status = pclose(p);
+  std::filesystem::remove(path);
+  return {status, out};
+}
+
+}  // namespace
+
+TEST(TokenizerCli, JsonHasIdsPiecesAndByteOffsets) {
+  std::string tok_file = fixture("tokenizers/qwen3.json");
+  CliRun r = run_cli("tokenize --json --tokenizer " + tok_file, "h\xC3\xA9llo <|im_end|> w");
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  const Tokenizer& tok = fixture_tokenizer("qwen3");
+  auto ids = tok.encode("h\xC3\xA9llo <|im_end|> w");
+  EXPECT_EQ(j["ids"].get<std::vector<uint32_t>>(), ids);
+  ASSERT_EQ(j["offsets"].size(), ids.size());
+  auto spans = *tok.offsets("h\xC3\xA9llo <|im_end|> w", ids);
+  for (size_t i = 0; i < ids.size(); i++) EXPECT_EQ(j["offsets"][i], nlohmann::json({spans[i].first, spans[i].second}));
+  EXPECT_EQ(j["text"].size(), ids.size());
+  // A tokenizer whose normalizer rewrites the text has no aligned offsets.
+  r = run_cli("tokenize --json --tokenizer " + fixture("tokenizers/llama2.json"), "Hello world");
+  EXPECT_TRUE(nlohmann::json::parse(r.out)["offsets"].is_null());
+}
+
+TEST(TokenizerCli, InvalidUtf8BecomesReplacementCharacters) {
+  // As Node's Buffer.toString() before the library: each invalid sequence becomes U+FFFD.
+  std::string tok_file = fixture("tokenizers/qwen3.json");
+  CliRun r = run_cli("tokenize --ids --tokenizer " + tok_file, "a\xFF b\xE2\x82 c");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("not valid UTF-8"), std::string::npos);
+  auto ids = fixture_tokenizer("qwen3").encode("a\xEF\xBF\xBD b\xEF\xBF\xBD c");
+  std::string joined;
+  for (size_t i = 0; i < ids.size(); i++) {
+    if (i) joined += ',';
+    joined += std::to_string(ids[i]);
+  }
+  EXPECT_NE(r.out.find(joined + "\n"), std::string::npos) << r.out;
+}
+
+TEST(TokenizerCli, BadInputExitsNonZeroAndSaysWhat) {
+  std::string dir = std::filesystem::temp_directory_path() / ("ember_tok_bad_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& json) {
+    std::ofstream(dir + "/" + name) << json;
+    return dir + "/" + name;
+  };
+  CliRun r = run_cli("tokenize --ids --text hi --tokenizer " + write("wp.json", tiny_json(R"({"type":"WordPiece","vocab":{"a":0}})")));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("unsupported tokenizer model type \"WordPiece\""), std::string::npos) << r.out;
+  r = run_cli("tokenize --ids --text hi --tokenizer " + write("ug.json", tiny_json(R"({"type":"Unigram","vocab":[["a",0.0]]})")));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("\"Unigram\""), std::string::npos) << r.out;
+  r = run_cli("tokenize --ids --text hi --tokenizer " + write("pt.json", tiny_json(kTinyBpe, R"({"type":"UnicodeScripts"})")));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("pre_tokenizer type \"UnicodeScripts\""), std::string::npos) << r.out;
+  r = run_cli("tokenize --ids --text hi --tokenizer " + write("nm.json", R"({"model": )" + kTinyBpe + R"(, "normalizer": {"type":"BertNormalizer"}})"));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("normalizer type \"BertNormalizer\""), std::string::npos) << r.out;
+  r = run_cli("detokenize --ids 0,1,99 --tokenizer " + write("ok.json", tiny_json(kTinyBpe)));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("token id 99 is not in the vocabulary"), std::string::npos) << r.out;
+  // cl100k has real gaps: an id inside the range but without a token is refused too.
+  r = run_cli("detokenize --ids 100256 --tokenizer " + fixture("tokenizers/gpt35turbo.json"));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("token id 100256"), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
 }

@@ -1,5 +1,7 @@
 #include "llm/tokenizer.h"
 
+#include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -152,6 +154,57 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool add_special_
   }
   if (add_special_tokens) ids.insert(ids.end(), impl_->suffix.begin(), impl_->suffix.end());
   return ids;
+}
+
+std::optional<Tokenizer::Offsets> Tokenizer::offsets(std::string_view text, const std::vector<uint32_t>& ids) const {
+  // A normalizer that leaves this text as it is (NFC on NFC text) keeps the tokens aligned.
+  if (!impl_->decoder.byte_level_only() || (!impl_->normalizer.empty() && impl_->normalizer.apply(text) != text)) return std::nullopt;
+  Offsets out(ids.size(), {0, 0});
+  // The post-processor's tokens sit at the ends and cover no text.
+  size_t first = 0, last = ids.size();
+  if (!impl_->prefix.empty() && impl_->prefix.size() <= ids.size() &&
+      std::equal(impl_->prefix.begin(), impl_->prefix.end(), ids.begin()))
+    first = impl_->prefix.size();
+  if (!impl_->suffix.empty() && last >= first + impl_->suffix.size() &&
+      std::equal(impl_->suffix.begin(), impl_->suffix.end(), ids.end() - long(impl_->suffix.size())))
+    last -= impl_->suffix.size();
+  auto is_continuation = [&](size_t p) { return p < text.size() && (static_cast<unsigned char>(text[p]) & 0xC0) == 0x80; };
+  size_t cursor = 0;
+  for (size_t i = first; i < last; i++) {
+    const AddedToken* added = impl_->added.by_id(ids[i]);
+    std::string bytes = added ? added->content : impl_->decode({ids[i]}, false, true);
+    size_t begin, end;
+    if (text.compare(cursor, bytes.size(), bytes) == 0) {
+      begin = cursor;
+      end = cursor + bytes.size();
+    } else if (!added && !bytes.empty() && bytes[0] == ' ' && text.compare(cursor, bytes.size() - 1, std::string_view(bytes).substr(1)) == 0) {
+      // ByteLevel's prefix space: it stands for the first character (alone, it covers that one).
+      begin = cursor;
+      end = cursor + bytes.size() - 1;
+      if (end == begin && begin < text.size()) {
+        out[i] = {begin, begin + 1};
+        while (is_continuation(out[i].second)) out[i].second++;
+        continue;
+      }
+    } else {
+      size_t hit = text.find(bytes, cursor);  // whitespace an added token stripped lies between
+      if (hit == std::string_view::npos) return std::nullopt;
+      begin = hit;
+      end = hit + bytes.size();
+    }
+    if (added) {  // the whitespace an lstrip / rstrip token swallowed is part of its range
+      auto space = [&](size_t p) { return p < text.size() && std::strchr(" \t\n\r\v\f", text[p]) && text[p] != '\0'; };
+      if (added->lstrip)
+        while (begin > cursor && space(begin - 1)) begin--;
+      if (added->rstrip)
+        while (space(end)) end++;
+    }
+    cursor = end;
+    while (begin > 0 && is_continuation(begin)) begin--;
+    while (is_continuation(end)) end++;
+    out[i] = {begin, end};
+  }
+  return out;
 }
 
 std::vector<uint32_t> Tokenizer::encode_padded(std::string_view text, size_t length, std::optional<uint32_t> pad_id) const {
