@@ -1,6 +1,8 @@
 // The tokenizer against Hugging Face `tokenizers` 0.23.2 goldens on real tokenizer.json files
-// (Qwen3, Llama 3, Claude, ember's demo tokenizer), the streaming detokenizer, the LFM2 chat
-// template and the errors for what ember does not support.
+// (Qwen3, Llama 3, Claude, Llama 2, GPT-3.5, DeepSeek V3, ember's demo tokenizer) and hand-made
+// ones (CLIP's structure, Metaspace, BERT-style), byte offsets, CLIP's 77-id padding, the
+// streaming detokenizer, the LFM2 chat template, the CLI and the errors for what ember does
+// not support.
 #include <gtest/gtest.h>
 
 #include <filesystem>
