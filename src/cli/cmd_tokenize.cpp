@@ -89,11 +89,17 @@ void add_tokenize_command(CLI::App& app) {
   auto* text_opt = cmd->add_option("--text", *text, "the text (default: read stdin)");
   cmd->add_flag("--add-special", *add_special, "add the post-processor's special tokens (e.g. BOS)");
   auto* ids_flag = cmd->add_flag("--ids", *ids_only, "print only the ids, comma-separated");
-  auto* json_flag = cmd->add_flag("--json", *json, "print JSON: ids, tokens and their text");
+  auto* json_flag = cmd->add_flag("--json", *json, "print JSON: ids, tokens, their text and byte offsets");
   ids_flag->excludes(json_flag);
   cmd->callback([=] {
     llm::Tokenizer tok = source->load();
     std::string input = text_opt->count() ? *text : read_stdin();
+    if (size_t bad = llm::utf8::first_invalid(input); bad != std::string::npos) {
+      // The library only takes strings; its callers (Node's Buffer.toString, Python's
+      // decode(errors="replace")) turn each invalid sequence into U+FFFD. So does ember.
+      std::fprintf(stderr, "warning: input is not valid UTF-8 (first bad byte at %zu): invalid bytes become U+FFFD\n", bad);
+      input = llm::utf8::lossy(input);
+    }
     auto ids = tok.encode(input, *add_special);
     if (*ids_only) {
       for (size_t i = 0; i < ids.size(); i++) std::printf(i ? ",%u" : "%u", ids[i]);
@@ -106,7 +112,14 @@ void add_tokenize_command(CLI::App& app) {
         tokens.push_back(tok.id_to_token(id).value_or(""));
         pieces.push_back(tok.decode({id}));
       }
-      nlohmann::json out{{"count", ids.size()}, {"ids", ids}, {"tokens", tokens}, {"text", pieces}};
+      // Offsets: [begin, end) bytes of the (UTF-8) input; null where the tokenizer's pipeline
+      // does not keep tokens aligned with the input (see Tokenizer::offsets).
+      nlohmann::json offsets = nullptr;
+      if (auto spans = tok.offsets(input, ids)) {
+        offsets = nlohmann::json::array();
+        for (auto [b, e] : *spans) offsets.push_back({b, e});
+      }
+      nlohmann::json out{{"count", ids.size()}, {"ids", ids}, {"tokens", tokens}, {"text", pieces}, {"offsets", offsets}};
       std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
       return;
     }

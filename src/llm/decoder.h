@@ -21,6 +21,9 @@ class Decoder {
   // completed by later tokens (the streaming detokenizer needs that).
   std::string decode(std::vector<std::string> tokens, bool raw_byte_runs = false) const;
 
+  // Just ByteLevel: each token decodes to exactly the input bytes it came from.
+  bool byte_level_only() const { return steps_.size() == 1 && steps_[0].kind == Kind::ByteLevel; }
+
  private:
   enum class Kind { ByteLevel, ByteFallback, Fuse, Metaspace, Replace, Strip };
   struct Step {

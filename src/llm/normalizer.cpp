@@ -41,6 +41,28 @@ std::string replace_all(std::string_view text, std::string_view what, std::strin
   return out;
 }
 
+// Rust's char::is_whitespace (the White_Space property), which upstream's Strip uses.
+bool is_white_space(char32_t c) {
+  return c == ' ' || (c >= 0x09 && c <= 0x0d) || c == 0x85 || c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
+         c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
+std::string strip_whitespace(const std::string& s, bool left, bool right) {
+  size_t begin = 0, end = s.size();
+  if (left)
+    for (size_t pos = 0; pos < s.size();) {
+      if (!is_white_space(utf8::next(s, pos))) break;
+      begin = pos;
+    }
+  if (right) {
+    size_t last_end = begin;
+    for (size_t pos = begin; pos < s.size();)
+      if (!is_white_space(utf8::next(s, pos))) last_end = pos;
+    end = last_end;
+  }
+  return s.substr(begin, end - begin);
+}
+
 }  // namespace
 
 Normalizer::Normalizer() = default;
@@ -69,6 +91,10 @@ void Normalizer::add(const nlohmann::json& spec, const std::string& where) {
     steps_.push_back({Kind::NFKD});
   } else if (type == "Lowercase") {
     steps_.push_back({Kind::Lowercase});
+  } else if (type == "Strip") {
+    // text: which sides ("l", "r", "lr").
+    std::string sides = std::string(spec.value("strip_left", true) ? "l" : "") + (spec.value("strip_right", true) ? "r" : "");
+    steps_.push_back({Kind::Strip, sides, ""});
   } else if (type == "Prepend") {
     steps_.push_back({Kind::Prepend, spec.at("prepend").get<std::string>()});
   } else if (type == "Replace") {
@@ -82,7 +108,7 @@ void Normalizer::add(const nlohmann::json& spec, const std::string& where) {
     }
   } else {
     throw Error("unsupported normalizer type \"" + type + "\"", where,
-                "ember supports NFC, NFD, NFKC, NFKD, Lowercase, Prepend, Replace and Sequence of them");
+                "ember supports NFC, NFD, NFKC, NFKD, Lowercase, Prepend, Replace, Strip and Sequence of them");
   }
 }
 
@@ -98,6 +124,7 @@ std::string Normalizer::apply(std::string_view text) const {
       case Kind::Prepend:
         if (!s.empty()) s = step.text + s;
         break;
+      case Kind::Strip: s = strip_whitespace(s, step.text.find('l') != std::string::npos, step.text.find('r') != std::string::npos); break;
       case Kind::ReplaceString: s = replace_all(s, step.text, step.content); break;
       case Kind::ReplaceRegex: {
         std::string out;

@@ -1,5 +1,5 @@
 // tokenizer.json's "normalizer": Unicode normalization forms (utf8proc), Lowercase, Prepend,
-// Replace and Sequence. Anything else is refused at load time with the component's name.
+// Replace, Strip and Sequence. Anything else is refused at load time with the component's name.
 #pragma once
 
 #include <memory>
@@ -26,7 +26,7 @@ class Normalizer {
   std::string apply(std::string_view text) const;
 
  private:
-  enum class Kind { NFC, NFD, NFKC, NFKD, Lowercase, Prepend, ReplaceString, ReplaceRegex };
+  enum class Kind { NFC, NFD, NFKC, NFKD, Lowercase, Prepend, Strip, ReplaceString, ReplaceRegex };
   struct Step {
     Kind kind;
     std::string text;     // Prepend: what to prepend; Replace: the literal pattern

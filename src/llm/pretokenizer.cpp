@@ -70,9 +70,41 @@ void PreTokenizer::add(const nlohmann::json& spec, const std::string& where) {
     s.regex = std::make_shared<Regex>("\\p{N}", where);
     s.behavior = spec.value("individual_digits", false) ? Behavior::Isolated : Behavior::Contiguous;
     steps_.push_back(std::move(s));
+  } else if (type == "Metaspace") {
+    Step s{Kind::Metaspace};
+    s.literal = spec.value("replacement", "\u2581");
+    std::string scheme = spec.value("prepend_scheme", spec.value("add_prefix_space", true) ? "always" : "never");
+    if (scheme == "always") s.prepend = Prepend::Always;
+    else if (scheme == "first") s.prepend = Prepend::First;
+    else if (scheme == "never") s.prepend = Prepend::Never;
+    else throw Error("unknown Metaspace prepend_scheme \"" + scheme + "\"", where + ".prepend_scheme", "use always, first or never");
+    s.invert = spec.value("split", true);
+    steps_.push_back(std::move(s));
+  } else if (type == "Whitespace") {
+    // Upstream: the matches of \w+|[^\w\s]+ are the words; the rest is dropped. Rust's \w also
+    // covers marks and joiners, PCRE2's does not: spelled out.
+    Step s{Kind::Split};
+    const std::string word = "\\p{L}\\p{Nl}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}";
+    s.regex = std::make_shared<Regex>("[" + word + "]+|[^" + word + "\\s]+", where);
+    s.behavior = Behavior::Removed;
+    s.invert = true;
+    steps_.push_back(std::move(s));
+  } else if (type == "WhitespaceSplit" || type == "BertPreTokenizer") {
+    Step s{Kind::Split};
+    s.regex = std::make_shared<Regex>("\\s+", where);
+    s.behavior = Behavior::Removed;
+    steps_.push_back(std::move(s));
+    if (type == "BertPreTokenizer") add({{"type", "Punctuation"}, {"behavior", "Isolated"}}, where);
+  } else if (type == "Punctuation") {
+    // Unicode punctuation (P*) and ASCII punctuation, one character per match.
+    Step s{Kind::Split};
+    s.regex = std::make_shared<Regex>("[\\p{P}\\x21-\\x2f\\x3a-\\x40\\x5b-\\x60\\x7b-\\x7e]", where);
+    s.behavior = parse_behavior(spec.value("behavior", "Isolated"), where + ".behavior");
+    steps_.push_back(std::move(s));
   } else {
     throw Error("unsupported pre_tokenizer type \"" + type + "\"", where,
-                "ember supports Split, ByteLevel, Digits and Sequence of them");
+                "ember supports Split, ByteLevel, Digits, Metaspace, Whitespace, WhitespaceSplit, Punctuation, "
+                "BertPreTokenizer and Sequence of them");
   }
 }
 
@@ -132,14 +164,37 @@ void PreTokenizer::split(const Step& step, std::string_view piece, std::vector<s
     if (keep && s.end > s.start) out.emplace_back(piece.substr(s.start, s.end - s.start));
 }
 
-void PreTokenizer::run(std::string_view text, std::vector<std::string>& words) const {
+void PreTokenizer::run(std::string_view text, std::vector<std::string>& words, bool at_input_start) const {
   std::vector<std::string> pieces{std::string(text)}, next;
   for (const auto& step : steps_) {
     next.clear();
-    for (auto& piece : pieces) {
+    for (size_t k = 0; k < pieces.size(); k++) {
+      std::string& piece = pieces[k];
       if (piece.empty()) continue;
       if (step.kind == Kind::Split) {
         split(step, piece, next);
+        continue;
+      }
+      if (step.kind == Kind::Metaspace) {
+        // Spaces become the replacement; a replacement is prepended (always, or only to the
+        // piece that begins the input); with `split`, each replacement starts a new word.
+        std::string replaced;
+        for (size_t p = 0, hit; p <= piece.size(); p = hit + 1) {
+          hit = piece.find(' ', p);
+          if (hit == std::string::npos) hit = piece.size();
+          replaced.append(piece, p, hit - p);
+          if (hit < piece.size()) replaced += step.literal;
+        }
+        bool prepend = step.prepend == Prepend::Always || (step.prepend == Prepend::First && at_input_start && k == 0);
+        if (prepend && !replaced.starts_with(step.literal)) replaced.insert(0, step.literal);
+        if (step.invert) {
+          Step merged{Kind::Split};
+          merged.literal = step.literal;
+          merged.behavior = Behavior::MergedWithNext;
+          split(merged, replaced, next);
+        } else {
+          next.push_back(std::move(replaced));
+        }
         continue;
       }
       // ByteLevel: a prefix space per piece, the GPT-2 split, then the byte alphabet.

@@ -1,6 +1,8 @@
 // tokenizer.json's "pre_tokenizer": Split (a PCRE2 regex or a literal, with Hugging Face's
 // delimiter behaviours and invert), ByteLevel (optional prefix space, the GPT-2 regex, the byte
-// alphabet), Digits, and Sequence of them. Others are refused at load time by name.
+// alphabet), Digits, Metaspace (spaces become the replacement, prepend_scheme, split),
+// Whitespace, WhitespaceSplit, Punctuation, BertPreTokenizer and Sequence of them. Others are
+// refused at load time by name.
 #pragma once
 
 #include <memory>
@@ -24,12 +26,15 @@ class PreTokenizer {
   PreTokenizer& operator=(PreTokenizer&&) noexcept;
 
   // Splits one normalized segment into the words the model sees; empty words are dropped.
-  void run(std::string_view text, std::vector<std::string>& words) const;
+  // `at_input_start`: the segment begins the input (no added token before it), which
+  // Metaspace's prepend_scheme "first" asks about.
+  void run(std::string_view text, std::vector<std::string>& words, bool at_input_start = true) const;
 
   enum class Behavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
 
  private:
-  enum class Kind { Split, ByteLevel };
+  enum class Kind { Split, ByteLevel, Metaspace };
+  enum class Prepend { Always, First, Never };
   struct Step {
     Kind kind;
     std::shared_ptr<Regex> regex;  // Split with a regex, or ByteLevel with use_regex
@@ -37,6 +42,7 @@ class PreTokenizer {
     Behavior behavior = Behavior::Isolated;
     bool invert = false;
     bool add_prefix_space = false;
+    Prepend prepend = Prepend::Always;  // Metaspace; `literal` holds the replacement, `invert` means split
   };
   void add(const nlohmann::json& spec, const std::string& where);
   static void split(const Step& step, std::string_view piece, std::vector<std::string>& out);

@@ -1,5 +1,7 @@
 #include "llm/tokenizer.h"
 
+#include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -24,6 +26,7 @@ struct Tokenizer::Impl {
   Decoder decoder;
   // What the post-processor puts around one sequence when special tokens are asked for.
   std::vector<uint32_t> prefix, suffix;
+  std::optional<uint32_t> padding_id;  // "padding": {"pad_id": ...}
 
   void load_post_processor(const nlohmann::json& spec, const std::string& where);
   const std::string& token_text(uint32_t id) const;
@@ -122,6 +125,8 @@ Tokenizer Tokenizer::from_json_text(std::string_view text, const std::string& or
     impl->added = AddedVocabulary::from_json(field("added_tokens"), impl->normalizer, origin + ": added_tokens");
     impl->decoder = Decoder::from_json(field("decoder"), origin + ": decoder");
     impl->load_post_processor(field("post_processor"), origin + ": post_processor");
+    if (j.contains("padding") && j["padding"].is_object() && j["padding"].contains("pad_id"))
+      impl->padding_id = j["padding"]["pad_id"].get<uint32_t>();
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("malformed field: ") + e.what(), origin, "pass a Hugging Face tokenizer.json");
   }
@@ -135,16 +140,87 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool add_special_
   std::vector<uint32_t> ids;
   if (add_special_tokens) ids = impl_->prefix;
   std::vector<std::string> words;
+  bool at_start = true;
   for (const auto& seg : impl_->added.split(text, impl_->normalizer)) {
     if (seg.id) {
       ids.push_back(*seg.id);
+      at_start = false;
       continue;
     }
     words.clear();
-    impl_->pre_tokenizer.run(seg.text, words);
+    impl_->pre_tokenizer.run(seg.text, words, at_start);
+    at_start = false;
     for (const auto& w : words) impl_->model.tokenize(w, ids);
   }
   if (add_special_tokens) ids.insert(ids.end(), impl_->suffix.begin(), impl_->suffix.end());
+  return ids;
+}
+
+std::optional<Tokenizer::Offsets> Tokenizer::offsets(std::string_view text, const std::vector<uint32_t>& ids) const {
+  // A normalizer that leaves this text as it is (NFC on NFC text) keeps the tokens aligned.
+  if (!impl_->decoder.byte_level_only() || (!impl_->normalizer.empty() && impl_->normalizer.apply(text) != text)) return std::nullopt;
+  Offsets out(ids.size(), {0, 0});
+  // The post-processor's tokens sit at the ends and cover no text.
+  size_t first = 0, last = ids.size();
+  if (!impl_->prefix.empty() && impl_->prefix.size() <= ids.size() &&
+      std::equal(impl_->prefix.begin(), impl_->prefix.end(), ids.begin()))
+    first = impl_->prefix.size();
+  if (!impl_->suffix.empty() && last >= first + impl_->suffix.size() &&
+      std::equal(impl_->suffix.begin(), impl_->suffix.end(), ids.end() - long(impl_->suffix.size())))
+    last -= impl_->suffix.size();
+  auto is_continuation = [&](size_t p) { return p < text.size() && (static_cast<unsigned char>(text[p]) & 0xC0) == 0x80; };
+  size_t cursor = 0;
+  for (size_t i = first; i < last; i++) {
+    const AddedToken* added = impl_->added.by_id(ids[i]);
+    std::string bytes = added ? added->content : impl_->decode({ids[i]}, false, true);
+    size_t begin, end;
+    if (text.compare(cursor, bytes.size(), bytes) == 0) {
+      begin = cursor;
+      end = cursor + bytes.size();
+    } else if (!added && !bytes.empty() && bytes[0] == ' ' && text.compare(cursor, bytes.size() - 1, std::string_view(bytes).substr(1)) == 0) {
+      // ByteLevel's prefix space: it stands for the first character (alone, it covers that one).
+      begin = cursor;
+      end = cursor + bytes.size() - 1;
+      if (end == begin && begin < text.size()) {
+        out[i] = {begin, begin + 1};
+        while (is_continuation(out[i].second)) out[i].second++;
+        continue;
+      }
+    } else {
+      size_t hit = text.find(bytes, cursor);  // whitespace an added token stripped lies between
+      if (hit == std::string_view::npos) return std::nullopt;
+      begin = hit;
+      end = hit + bytes.size();
+    }
+    if (added) {  // the whitespace an lstrip / rstrip token swallowed is part of its range
+      auto space = [&](size_t p) { return p < text.size() && std::strchr(" \t\n\r\v\f", text[p]) && text[p] != '\0'; };
+      if (added->lstrip)
+        while (begin > cursor && space(begin - 1)) begin--;
+      if (added->rstrip)
+        while (space(end)) end++;
+    }
+    cursor = end;
+    while (begin > 0 && is_continuation(begin)) begin--;
+    while (is_continuation(end)) end++;
+    out[i] = {begin, end};
+  }
+  return out;
+}
+
+std::vector<uint32_t> Tokenizer::encode_padded(std::string_view text, size_t length, std::optional<uint32_t> pad_id) const {
+  if (!pad_id) pad_id = impl_->padding_id;
+  if (!pad_id && !impl_->suffix.empty()) pad_id = impl_->suffix.back();
+  if (!pad_id)
+    throw Error("no padding token known", impl_->origin, "pass pad_id: the file has no \"padding\" and its post-processor appends no token");
+  size_t specials = impl_->prefix.size() + impl_->suffix.size();
+  if (length < specials)
+    throw Error("length " + std::to_string(length) + " leaves no room for the " + std::to_string(specials) + " special tokens", impl_->origin);
+  std::vector<uint32_t> body = encode(text, false);
+  if (body.size() > length - specials) body.resize(length - specials);
+  std::vector<uint32_t> ids = impl_->prefix;
+  ids.insert(ids.end(), body.begin(), body.end());
+  ids.insert(ids.end(), impl_->suffix.begin(), impl_->suffix.end());
+  ids.resize(length, *pad_id);
   return ids;
 }
 

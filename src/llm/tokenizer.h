@@ -33,6 +33,21 @@ class Tokenizer {
   // valid UTF-8. Thread-safe.
   std::vector<uint32_t> encode(std::string_view text, bool add_special_tokens = false) const;
 
+  // Each token's [begin, end) byte range in `text`, for tokenizers whose tokens spell the input
+  // exactly (a ByteLevel decoder, GPT-2 style byte-level BPE, and no normalizer or one that
+  // leaves this text unchanged, e.g. NFC on NFC text); nullopt for the others. As the library: a token holding part of a UTF-8 character gets the whole
+  // character's range; a ByteLevel prefix space belongs to the first character; the
+  // post-processor's special tokens get (0, 0).
+  using Offsets = std::vector<std::pair<size_t, size_t>>;
+  std::optional<Offsets> offsets(std::string_view text, const std::vector<uint32_t>& ids) const;
+
+  // Exactly `length` ids with the post-processor's special tokens, as the library's
+  // truncation + max_length padding give them (CLIP's text encoder: 77): the text's ids are cut
+  // so that the specials still fit, then `pad_id` fills the rest. Without `pad_id`: the file's
+  // "padding.pad_id", else the last special token the post-processor appends (CLIP:
+  // <|endoftext|>), else an ember::Error.
+  std::vector<uint32_t> encode_padded(std::string_view text, size_t length, std::optional<uint32_t> pad_id = std::nullopt) const;
+
   // Invalid UTF-8 in the result is replaced by U+FFFD. Ids outside the vocabulary throw.
   std::string decode(const std::vector<uint32_t>& ids, bool skip_special_tokens = false) const;
 

