@@ -1,0 +1,139 @@
+// Y[t][r] = epilogue(sum_c W[r][c] X[t][c] + b[r]) with W int8 symmetric-quantized in the stage
+// pack's tile-major layout (16-row tiles x 64-column groups, one f16 scale per row and group) and
+// b f16. X and Y are f32 row-major with strides. Register-tiled: a workgroup computes BT tokens x
+// BR rows, each thread MT x MR outputs (strided by the thread grid so workgroup-memory reads are
+// conflict-free); K advances KS columns at a time through workgroup memory, where W arrives
+// dequantized. Epilogues (structural variants):
+//   GELU       y = gelu_tanh(acc + b)
+//   GATE       y = y + gate[batch][r] * (acc + b)   (gated residual; gate = an adaLN chunk)
+//   RESIDUAL   y = y + (acc + b)
+//   ADD_ROWS   y = acc + b + add[t % add_period][r] (position embedding)
+struct Params {
+  tokens: u32,
+  rows: u32,
+  cols: u32,
+  padded_rows: u32,
+  padded_cols: u32,
+  x_stride: u32,
+  y_stride: u32,
+  tokens_per_batch: u32,
+  gate_stride: u32,
+  gate_offset: u32,
+  add_period: u32,
+  _pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> wq: array<u32>;
+@group(0) @binding(2) var<storage, read> ws: array<u32>;
+@group(0) @binding(3) var<storage, read> bias: array<u32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(5) var<uniform> p: Params;
+#if GATE
+@group(0) @binding(6) var<storage, read> gate: array<f32>;
+#endif
+#if ADD_ROWS
+@group(0) @binding(6) var<storage, read> add: array<f32>;
+#endif
+
+override WG_T: u32 = 16u;  // threads along tokens
+override WG_R: u32 = 16u;  // threads along rows (even: BR must be a multiple of the 16-row tile)
+override KS: u32 = 16u;    // K step: divides 64 and is a multiple of 4
+const MT: u32 = 8u;        // outputs per thread along tokens
+const MR: u32 = 8u;        // outputs per thread along rows
+override NT = WG_T * WG_R;
+override BT = WG_T * MT;
+override BR = WG_R * MR;
+override XS = BT + 1u;        // padded strides: the transposing stores do not collide
+override WSS = BR + 1u;
+
+var<workgroup> xs: array<f32, KS * XS>;
+var<workgroup> wsh: array<f32, KS * WSS>;
+
+#include "activation_fns.wgsl"
+
+// Twin of trellis::quant_block_index (src/trellis/stage_tensors.h): tile outer, group inner.
+fn quant_block_index(tile: u32, group: u32) -> u32 {
+  return tile * (p.padded_cols / 64u) + group;
+}
+
+@compute @workgroup_size(NT)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+  let r0 = wg.x * BR;
+  let t0 = wg.y * BT;
+  let tr = li % WG_R;
+  let tt = li / WG_R;
+  var acc: array<f32, 64>;  // MT * MR
+  for (var i = 0u; i < MT * MR; i++) { acc[i] = 0.0; }
+
+  for (var k0 = 0u; k0 < p.padded_cols; k0 += KS) {
+    // X tile, transposed into xs[k][token].
+    for (var idx = li; idx < BT * KS; idx += NT) {
+      let kk = idx % KS;
+      let tl = idx / KS;
+      let t = t0 + tl;
+      let k = k0 + kk;
+      var v = 0.0;
+      if (t < p.tokens && k < p.cols) { v = x[t * p.x_stride + k]; }
+      xs[kk * XS + tl] = v;
+    }
+    // W tile, dequantized into wsh[k][row]; 4 int8 per word.
+    for (var idx = li; idx < BR * (KS / 4u); idx += NT) {
+      let kw = idx % (KS / 4u);
+      let rl = idx / (KS / 4u);
+      let r = r0 + rl;
+      let k = k0 + kw * 4u;
+      var q = vec4<f32>(0.0);
+      if (r < p.padded_rows) {
+        let block = quant_block_index(r / 16u, k / 64u);
+        let ri = r % 16u;
+        let word = wq[(block * 1024u + ri * 64u + (k % 64u)) >> 2u];
+        let s = unpack2x16float(ws[(block * 16u + ri) >> 1u])[ri & 1u];
+        let wi = i32(word);
+        q = vec4<f32>(f32(extractBits(wi, 0u, 8u)), f32(extractBits(wi, 8u, 8u)),
+                      f32(extractBits(wi, 16u, 8u)), f32(extractBits(wi, 24u, 8u))) * s;
+      }
+      let base = kw * 4u * WSS + rl;
+      wsh[base] = q.x;
+      wsh[base + WSS] = q.y;
+      wsh[base + 2u * WSS] = q.z;
+      wsh[base + 3u * WSS] = q.w;
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < KS; kk++) {
+      var a: array<f32, 8>;
+      var b: array<f32, 8>;
+      for (var i = 0u; i < MT; i++) { a[i] = xs[kk * XS + tt + i * WG_T]; }
+      for (var j = 0u; j < MR; j++) { b[j] = wsh[kk * WSS + tr + j * WG_R]; }
+      for (var i = 0u; i < MT; i++) {
+        for (var j = 0u; j < MR; j++) { acc[i * MR + j] = fma(a[i], b[j], acc[i * MR + j]); }
+      }
+    }
+    workgroupBarrier();
+  }
+
+  for (var j = 0u; j < MR; j++) {
+    let r = r0 + tr + j * WG_R;
+    if (r >= p.rows) { continue; }
+    let b = unpack2x16float(bias[r >> 1u])[r & 1u];
+    for (var i = 0u; i < MT; i++) {
+      let t = t0 + tt + i * WG_T;
+      if (t >= p.tokens) { continue; }
+      var v = acc[i * MR + j] + b;
+      let o = t * p.y_stride + r;
+#if GELU
+      v = gelu_tanh(v);
+#endif
+#if GATE
+      v = y[o] + gate[(t / p.tokens_per_batch) * p.gate_stride + p.gate_offset + r] * v;
+#endif
+#if RESIDUAL
+      v = y[o] + v;
+#endif
+#if ADD_ROWS
+      v = v + add[(t % p.add_period) * p.rows + r];
+#endif
+      y[o] = v;
+    }
+  }
+}
