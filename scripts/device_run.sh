@@ -31,6 +31,10 @@ cat "$OUT/devices.json"
 for what in "$@"; do
   case "$what" in
     gpu) ember bench gpu --json > "$OUT/bench_gpu.json" && ember bench gpu ;;
+    ss-flow)
+      # Seed shape, random weights; --gpu-fast as a trusted pack would run.
+      ember bench ss-flow --synthetic --gpu-fast --json > "$OUT/bench_ss_flow.json" || echo "bench ss-flow failed" >&2
+      python3 -c "import json,sys; j=json.load(open(sys.argv[1])); [print(k, {x: j[k][x] for x in j[k] if x != 'kernels'}) for k in ('forward_batch1','forward_batch2','sampling') if k in j]" "$OUT/bench_ss_flow.json" ;;
     *) echo "unknown benchmark '$what'" >&2 ;;
   esac
 done

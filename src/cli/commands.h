@@ -8,6 +8,8 @@
 namespace ember::cli {
 
 void add_devices_command(CLI::App& app);
+void add_bench_ss_flow(CLI::App& bench);  // under `ember bench`
+void add_ss_flow_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 
 // Options every GPU-using command shares: --device, --gpu-fast, --profile.

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   ember::cli::add_devices_command(app);
   ember::cli::add_bench_command(app);
+  ember::cli::add_ss_flow_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -172,7 +172,12 @@ void SsFlowModel::build_graphs() {
       g.push_back(mm(b_->att, C, w.cross_out, b_->h, C, T, "cross_attn.to_out+residual", Epilogue::Residual));
       // x += gate_mlp * MLP(m(norm3(x)))
       g.push_back(norm(&b_->mods, 3, 4, nullptr, nullptr, 1e-6f, "norm3+modulate"));
-      g.push_back(mm(b_->hn, C, w.mlp0, b_->mlp, F, T, "mlp.0+gelu", Epilogue::Gelu));
+      if (options_.fuse_gelu) {
+        g.push_back(mm(b_->hn, C, w.mlp0, b_->mlp, F, T, "mlp.0+gelu", Epilogue::Gelu));
+      } else {
+        g.push_back(mm(b_->hn, C, w.mlp0, b_->mlp, F, T, "mlp.0"));
+        g.push_back(kernels::activation(K, kernels::Activation::GeluTanh, b_->mlp, T * F, "mlp.gelu"));
+      }
       g.push_back(mm(b_->mlp, F, w.mlp2, b_->h, C, T, "mlp.2+gate", Epilogue::GatedResidual, &b_->mods, 5 * C));
     }
     g.push_back(norm(nullptr, 0, 0, nullptr, nullptr, 1e-5f, "final_norm"));

@@ -10,6 +10,8 @@
 namespace ember::trellis {
 
 MemoryTensors synth_ss_flow(const SsFlowConfig& config, uint64_t seed);
+// The seed shape (DiT-B), seed 1: what `--synthetic` runs.
+inline MemoryTensors synth_ss_flow_seed() { return synth_ss_flow(SsFlowConfig::seed(), 1); }
 
 // The absolute position embedding TRELLIS stores as `pos_emb` [tokens][channels].
 std::vector<float> position_embedding(const SsFlowConfig& config);
