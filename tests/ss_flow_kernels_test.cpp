@@ -197,10 +197,11 @@ struct AttentionCase {
   bool self;
 };
 
-class SsFlowFlashAttention : public ::testing::TestWithParam<uint32_t> {};
+class SsFlowFlashAttention : public ::testing::TestWithParam<std::tuple<uint32_t, bool>> {};
 
 TEST_P(SsFlowFlashAttention, MatchesReferenceAtAwkwardLengths) {
-  const uint32_t bq = GetParam();
+  const auto [bq, quad] = GetParam();
+  if (quad && !test_device().has_subgroups()) GTEST_SKIP() << "no subgroups";
   uint32_t seed = 80;
   for (auto c : std::vector<AttentionCase>{{1, 1, 1, 1, true}, {1, 2, 70, 70, true}, {2, 2, 131, 131, true},
                                            {2, 3, 65, 77, false}, {1, 1, 33, 7, false}}) {
@@ -233,15 +234,15 @@ TEST_P(SsFlowFlashAttention, MatchesReferenceAtAwkwardLengths) {
                                  {.q = &qbuf, .kv = c.self ? &qbuf : &kvbuf, .out = &out, .batch = c.batch, .heads = c.heads,
                                   .nq = c.nq, .nk = c.nk, .q_stride = q_stride, .q_offset = 0, .kv_stride = kv_stride,
                                   .k_offset = k_off, .v_offset = v_off, .o_stride = C, .scale = 0.125f,
-                                  .queries_per_workgroup = bq}));
+                                  .queries_per_workgroup = bq, .quad = quad, .keys_per_tile = bq == 64 ? 64u : 32u}));
     EXPECT_LT(test::rel_l2(read(out), ref), test::kF32Tolerance) << c.batch << "x" << c.heads << " " << c.nq << "x" << c.nk;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, SsFlowFlashAttention, ::testing::Values(32u, 64u),
+INSTANTIATE_TEST_SUITE_P(Variants, SsFlowFlashAttention, ::testing::Combine(::testing::Values(32u, 64u), ::testing::Bool()),
                          [](const auto& info) {
-                           std::string n = "bq";
-                           n += std::to_string(info.param);
+                           std::string n = std::get<1>(info.param) ? "quad_bq" : "bq";
+                           n += std::to_string(std::get<0>(info.param));
                            return n;
                          });
 

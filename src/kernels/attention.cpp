@@ -31,8 +31,14 @@ Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a,
   if (!aligned4({a.q_stride, a.q_offset, a.kv_stride, a.k_offset, a.v_offset, a.o_stride}))
     throw Error("attention strides and offsets must be multiples of 4 floats", "flash_attention " + region);
   if (a.nq == 0 || a.nk == 0) throw Error("attention needs at least one query and one key", "flash_attention " + region);
+  if (a.quad && (a.queries_per_workgroup % 4 || !kernels.device().has_subgroups()))
+    throw Error("the quad flash attention needs subgroups and a multiple of 4 queries per workgroup", "flash_attention " + region);
   Dispatch d;
-  d.kernel = &kernels.get({.file = "flash_attention.wgsl", .constants = {{"BQ", a.queries_per_workgroup}}});
+  if (a.quad && (a.keys_per_tile == 0 || a.keys_per_tile % 8))
+    throw Error("keys per tile must be a positive multiple of 8", "flash_attention " + region);
+  gpu::KernelKey key{.file = "flash_attention.wgsl", .constants = {{"BQ", a.queries_per_workgroup}}};
+  if (a.quad) key = {.file = "flash_attention_quad.wgsl", .constants = {{"BQ", a.queries_per_workgroup}, {"BK", a.keys_per_tile}}};
+  d.kernel = &kernels.get(key);
   d.region = region;
   d.params = kernels.device().create_uniform(
       FlashParams{a.nq, a.nk, a.q_stride, a.kv_stride, a.o_stride, a.q_offset, a.k_offset, a.v_offset, a.scale, {}},

@@ -14,7 +14,11 @@ struct FlashAttentionArgs {
   uint32_t batch, heads, nq, nk;
   uint32_t q_stride, q_offset, kv_stride, k_offset, v_offset, o_stride;
   float scale;
-  uint32_t queries_per_workgroup = 64;
+  uint32_t queries_per_workgroup = 64;  // multiple of 4 for the quad variant
+  // The quad variant (flash_attention_quad.wgsl): 4 queries per lane quad, 4x the reuse of each
+  // key/value load; needs subgroups (size a multiple of 4).
+  bool quad = false;
+  uint32_t keys_per_tile = 32;  // quad variant: keys per workgroup-memory tile (multiple of 8)
 };
 
 Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& args, const std::string& region = "");

@@ -38,7 +38,7 @@ SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const
     : kernels_(kernels), options_(options), config_(SsFlowConfig::from_tensors(s)), w_(std::make_unique<Weights>()),
       b_(std::make_unique<Buffers>()) {
   const gpu::Device& d = kernels.device();
-  if (!d.has_subgroups()) options_.subgroups = false;
+  if (!d.has_subgroups()) options_.subgroups = options_.quad_attention = false;
   w_->t0 = linear(d, s, "t_embedder.mlp.0");
   w_->t2 = linear(d, s, "t_embedder.mlp.2");
   w_->input = linear(d, s, "input_layer");
@@ -158,7 +158,8 @@ void SsFlowModel::build_graphs() {
       g.push_back(kernels::flash_attention(K, {.q = &b_->qkv, .kv = &b_->qkv, .out = &b_->att, .batch = B, .heads = H, .nq = N,
                                                .nk = N, .q_stride = 3 * C, .q_offset = 0, .kv_stride = 3 * C, .k_offset = C,
                                                .v_offset = 2 * C, .o_stride = C, .scale = 0.125f,
-                                               .queries_per_workgroup = options_.attention_queries},
+                                               .queries_per_workgroup = options_.attention_queries,
+                                               .quad = options_.quad_attention, .keys_per_tile = options_.attention_keys},
                                            "self_attn.flash"));
       g.push_back(mm(b_->att, C, w.self_out, b_->h, C, T, "self_attn.to_out+gate", Epilogue::GatedResidual, &b_->mods, 2 * C));
       // x += CrossAttn(norm2(x), cond)
@@ -167,7 +168,8 @@ void SsFlowModel::build_graphs() {
       g.push_back(kernels::flash_attention(K, {.q = &b_->qkv, .kv = &b_->kv[i], .out = &b_->att, .batch = B, .heads = H, .nq = N,
                                                .nk = L, .q_stride = C, .q_offset = 0, .kv_stride = 2 * C, .k_offset = 0,
                                                .v_offset = C, .o_stride = C, .scale = 0.125f,
-                                               .queries_per_workgroup = options_.attention_queries},
+                                               .queries_per_workgroup = options_.attention_queries,
+                                               .quad = options_.quad_attention, .keys_per_tile = options_.attention_keys},
                                            "cross_attn.flash"));
       g.push_back(mm(b_->att, C, w.cross_out, b_->h, C, T, "cross_attn.to_out+residual", Epilogue::Residual));
       // x += gate_mlp * MLP(m(norm3(x)))

@@ -20,12 +20,14 @@ namespace ember::trellis {
 
 struct SsFlowOptions {
   kernels::QMatmulGeometry matmul{};
-  uint32_t attention_queries = 64;  // queries per flash-attention workgroup
+  uint32_t attention_queries = 128;  // queries per flash-attention workgroup (H200: 128 > 64 > 32)
+  uint32_t attention_keys = 32;      // keys per workgroup-memory tile (quad variant)
   bool subgroups = true;            // use subgroup reductions where the device has them
   // GELU fused into the mlp.0 matmul's epilogue. Off by default: on the H200 (NVIDIA Vulkan) the
   // fused variant ran 10x slower (8.7 ms vs 0.9 ms at 4096x3072x768), apparently its accumulators
   // left registers; a separate in-place GELU pass costs ~0.05 ms.
   bool fuse_gelu = false;
+  bool quad_attention = true;  // flash_attention_quad where the device has subgroups
 };
 
 class SsFlowModel {
