@@ -3,7 +3,7 @@ enable subgroups;
 // tiled for reuse: a quad of 4 adjacent lanes owns 4 queries; lane p of the quad holds dims
 // [16p, 16p+16) of those queries' q and output accumulators. Each key's 4 vec4 loaded from
 // workgroup memory feed 4 queries (16 FMAs per load instead of 4); the quad's partial dot products
-// are summed with two xor shuffles, so all 4 lanes see bit-identical scores. Online softmax every
+// are summed with two rounds of xor shuffles, so all 4 lanes see bit-identical scores. Online softmax every
 // SUB keys. Needs subgroups whose size is a multiple of 4, laid out over local_invocation_index.
 struct Params {
   nq: u32,
@@ -80,12 +80,28 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             dot(qr[4], k_0) + dot(qr[5], k_1) + dot(qr[6], k_2) + dot(qr[7], k_3),
             dot(qr[8], k_0) + dot(qr[9], k_1) + dot(qr[10], k_2) + dot(qr[11], k_3),
             dot(qr[12], k_0) + dot(qr[13], k_1) + dot(qr[14], k_2) + dot(qr[15], k_3));
-        part_dot += subgroupShuffleXor(part_dot, 1u);
-        part_dot += subgroupShuffleXor(part_dot, 2u);
-        if (k0 + j0 + j >= p.nk) { part_dot = vec4<f32>(NEG_BIG); }
+        if (k0 + j0 + j >= p.nk) { part_dot = vec4<f32>(NEG_BIG / 4.0); }  // /4: the quad sum stays finite
         s[j] = part_dot;
-        mx = max(mx, part_dot);
       }
+      // The quad sums, written out: the 8 shuffles of a round are independent, so their latency
+      // overlaps instead of serialising once per key.
+      s[0] += subgroupShuffleXor(s[0], 1u);
+      s[1] += subgroupShuffleXor(s[1], 1u);
+      s[2] += subgroupShuffleXor(s[2], 1u);
+      s[3] += subgroupShuffleXor(s[3], 1u);
+      s[4] += subgroupShuffleXor(s[4], 1u);
+      s[5] += subgroupShuffleXor(s[5], 1u);
+      s[6] += subgroupShuffleXor(s[6], 1u);
+      s[7] += subgroupShuffleXor(s[7], 1u);
+      s[0] += subgroupShuffleXor(s[0], 2u);
+      s[1] += subgroupShuffleXor(s[1], 2u);
+      s[2] += subgroupShuffleXor(s[2], 2u);
+      s[3] += subgroupShuffleXor(s[3], 2u);
+      s[4] += subgroupShuffleXor(s[4], 2u);
+      s[5] += subgroupShuffleXor(s[5], 2u);
+      s[6] += subgroupShuffleXor(s[6], 2u);
+      s[7] += subgroupShuffleXor(s[7], 2u);
+      for (var j = 0u; j < SUB; j++) { mx = max(mx, s[j]); }
       let corr = exp(m - mx);
       l *= corr;
       for (var b = 0u; b < 4u; b++) {

@@ -39,6 +39,7 @@ SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const
       b_(std::make_unique<Buffers>()) {
   const gpu::Device& d = kernels.device();
   if (!d.has_subgroups()) options_.subgroups = options_.quad_attention = false;
+  if (d.subgroup_size() % 4 != 0) options_.quad_attention = false;  // a quad must sit inside one subgroup
   w_->t0 = linear(d, s, "t_embedder.mlp.0");
   w_->t2 = linear(d, s, "t_embedder.mlp.2");
   w_->input = linear(d, s, "input_layer");
