@@ -114,7 +114,7 @@ std::string matmul_name(const ::testing::TestParamInfo<SsFlowQMatmul::ParamType>
   n += std::to_string(g.wg_rows);
   n += "k";
   n += std::to_string(g.k_step);
-  n += "_";
+  n += g.vec4 ? "v4_" : "_";
   n += names[int(std::get<1>(info.param))];
   return n;
 }
@@ -122,7 +122,8 @@ std::string matmul_name(const ::testing::TestParamInfo<SsFlowQMatmul::ParamType>
 INSTANTIATE_TEST_SUITE_P(
     Variants, SsFlowQMatmul,
     ::testing::Combine(::testing::Values(kernels::QMatmulGeometry{2, 2, 16}, kernels::QMatmulGeometry{4, 8, 32},
-                                         kernels::QMatmulGeometry{16, 16, 16}),
+                                         kernels::QMatmulGeometry{16, 16, 16}, kernels::QMatmulGeometry{2, 2, 16, true},
+                                         kernels::QMatmulGeometry{4, 8, 32, true}, kernels::QMatmulGeometry{16, 16, 16, true}),
                        ::testing::Values(kernels::Epilogue::None, kernels::Epilogue::Gelu, kernels::Epilogue::GatedResidual,
                                          kernels::Epilogue::Residual, kernels::Epilogue::AddRows)),
     matmul_name);

@@ -31,7 +31,7 @@ void add_bench_ss_flow(CLI::App& bench) {
   struct Opts {
     GpuOptions gpu;
     std::string stage;
-    bool synthetic = false, json = false, no_sample = false, fuse_gelu = false, batch2_only = false, no_quad = false;
+    bool synthetic = false, json = false, no_sample = false, fuse_gelu = false, batch2_only = false, no_quad = false, vec4 = false;
     int repeats = 5, blocks = 0, resolution = 0;
     std::vector<uint32_t> matmul{16, 16, 16};
     uint32_t attn_queries = 128, attn_keys = 32;
@@ -50,6 +50,7 @@ void add_bench_ss_flow(CLI::App& bench) {
   cmd->add_option("--matmul", o->matmul, "qmatmul geometry: threads along tokens, along rows, K step")->expected(3);
   cmd->add_flag("--fuse-gelu", o->fuse_gelu, "GELU in the mlp.0 matmul epilogue");
   cmd->add_option("--attn-keys", o->attn_keys, "keys per flash-attention tile (quad variant)");
+  cmd->add_flag("--matmul-vec4", o->vec4, "qmatmul with vec4 workgroup-memory reads");
   cmd->add_flag("--no-quad", o->no_quad, "plain flash attention instead of the quad variant");
   cmd->add_flag("--batch2-only", o->batch2_only, "forward at batch 2 only (for sweeps)");
   cmd->add_option("--attn-queries", o->attn_queries, "queries per flash-attention workgroup");
@@ -68,7 +69,7 @@ void add_bench_ss_flow(CLI::App& bench) {
       source = open_ss_flow_stage(o->stage);
     }
     trellis::SsFlowOptions mo;
-    mo.matmul = {o->matmul[0], o->matmul[1], o->matmul[2]};
+    mo.matmul = {o->matmul[0], o->matmul[1], o->matmul[2], o->vec4};
     mo.attention_queries = o->attn_queries;
     mo.fuse_gelu = o->fuse_gelu;
     mo.quad_attention = !o->no_quad;
@@ -88,7 +89,7 @@ void add_bench_ss_flow(CLI::App& bench) {
                         {"config", {{"tokens", c.tokens()}, {"channels", c.model_channels}, {"blocks", c.num_blocks},
                                     {"heads", c.num_heads}, {"context", ctx}}},
                         {"matmul_geometry", o->matmul}, {"attention_queries", o->attn_queries},
-                        {"quad_attention", !o->no_quad}, {"attention_keys", o->attn_keys}, {"fuse_gelu", o->fuse_gelu}};
+                        {"quad_attention", !o->no_quad}, {"attention_keys", o->attn_keys}, {"fuse_gelu", o->fuse_gelu}, {"matmul_vec4", o->vec4}};
     std::string text;
     for (int batch : {1, 2}) {
       if (batch == 1 && o->batch2_only) continue;

@@ -23,6 +23,7 @@ Dispatch qmatmul(gpu::KernelCache& kernels, const QMatmulArgs& a, const std::str
     throw Error("quantized matrix padding is not 16 rows x 64 columns", "qmatmul " + region);
   gpu::KernelKey key{.file = "qmatmul.wgsl",
                      .constants = {{"WG_T", g.wg_tokens}, {"WG_R", g.wg_rows}, {"KS", g.k_step}}};
+  if (g.vec4) key.defines.insert("VEC4");
   switch (a.epilogue) {
     case Epilogue::None: break;
     case Epilogue::Gelu: key.defines.insert("GELU"); break;

@@ -17,6 +17,7 @@ enum class Epilogue { None, Gelu, GatedResidual, Residual, AddRows };
 // Workgroup geometry: tile = 8*wg_tokens tokens x 8*wg_rows rows; k_step divides 64.
 struct QMatmulGeometry {
   uint32_t wg_tokens = 16, wg_rows = 16, k_step = 16;
+  bool vec4 = false;  // workgroup tiles read as vec4 (4 loads per 64 FMAs instead of 16)
   bool operator==(const QMatmulGeometry&) const = default;
 };
 

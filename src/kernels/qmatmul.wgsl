@@ -47,8 +47,26 @@ override BR = WG_R * MR;
 override XS = BT + 1u;        // padded strides: the transposing stores do not collide
 override WSS = BR + 1u;
 
+#if VEC4
+// VEC4: workgroup tiles as vec4 so a thread reads its 8 tokens and 8 rows with 4 wide loads
+// (thread tt owns tokens 4tt..4tt+3 and 4(WG_T+tt)..+3; rows likewise): 4 loads per 64 FMAs
+// instead of 16. Strides padded by one vec4 against store conflicts.
+override XS4 = BT / 4u + 1u;
+override WS4 = BR / 4u + 1u;
+var<workgroup> xs4: array<vec4<f32>, KS * XS4>;
+var<workgroup> ws4: array<vec4<f32>, KS * WS4>;
+fn store_x(kk: u32, tl: u32, v: f32) { xs4[kk * XS4 + tl / 4u][tl % 4u] = v; }
+fn store_w(kk: u32, rl: u32, v: f32) { ws4[kk * WS4 + rl / 4u][rl % 4u] = v; }
+fn token_of(tt: u32, i: u32) -> u32 { return (i / 4u) * 4u * WG_T + 4u * tt + i % 4u; }
+fn row_of(tr: u32, j: u32) -> u32 { return (j / 4u) * 4u * WG_R + 4u * tr + j % 4u; }
+#else
 var<workgroup> xs: array<f32, KS * XS>;
 var<workgroup> wsh: array<f32, KS * WSS>;
+fn store_x(kk: u32, tl: u32, v: f32) { xs[kk * XS + tl] = v; }
+fn store_w(kk: u32, rl: u32, v: f32) { wsh[kk * WSS + rl] = v; }
+fn token_of(tt: u32, i: u32) -> u32 { return tt + i * WG_T; }
+fn row_of(tr: u32, j: u32) -> u32 { return tr + j * WG_R; }
+#endif
 
 #include "activation_fns.wgsl"
 
@@ -75,7 +93,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
       let k = k0 + kk;
       var v = 0.0;
       if (t < p.tokens && k < p.cols) { v = x[t * p.x_stride + k]; }
-      xs[kk * XS + tl] = v;
+      store_x(kk, tl, v);
     }
     // W tile, dequantized into wsh[k][row]; 4 int8 per word.
     for (var idx = li; idx < BR * (KS / 4u); idx += NT) {
@@ -93,18 +111,26 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         q = vec4<f32>(f32(extractBits(wi, 0u, 8u)), f32(extractBits(wi, 8u, 8u)),
                       f32(extractBits(wi, 16u, 8u)), f32(extractBits(wi, 24u, 8u))) * s;
       }
-      let base = kw * 4u * WSS + rl;
-      wsh[base] = q.x;
-      wsh[base + WSS] = q.y;
-      wsh[base + 2u * WSS] = q.z;
-      wsh[base + 3u * WSS] = q.w;
+      store_w(kw * 4u, rl, q.x);
+      store_w(kw * 4u + 1u, rl, q.y);
+      store_w(kw * 4u + 2u, rl, q.z);
+      store_w(kw * 4u + 3u, rl, q.w);
     }
     workgroupBarrier();
     for (var kk = 0u; kk < KS; kk++) {
+#if VEC4
+      let a0 = xs4[kk * XS4 + tt];
+      let a1 = xs4[kk * XS4 + WG_T + tt];
+      let b0 = ws4[kk * WS4 + tr];
+      let b1 = ws4[kk * WS4 + WG_R + tr];
+      let a = array<f32, 8>(a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w);
+      let b = array<f32, 8>(b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w);
+#else
       var a: array<f32, 8>;
       var b: array<f32, 8>;
       for (var i = 0u; i < MT; i++) { a[i] = xs[kk * XS + tt + i * WG_T]; }
       for (var j = 0u; j < MR; j++) { b[j] = wsh[kk * WSS + tr + j * WG_R]; }
+#endif
       for (var i = 0u; i < MT; i++) {
         for (var j = 0u; j < MR; j++) { acc[i * MR + j] = fma(a[i], b[j], acc[i * MR + j]); }
       }
@@ -113,11 +139,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   }
 
   for (var j = 0u; j < MR; j++) {
-    let r = r0 + tr + j * WG_R;
+    let r = r0 + row_of(tr, j);
     if (r >= p.rows) { continue; }
     let b = unpack2x16float(bias[r >> 1u])[r & 1u];
     for (var i = 0u; i < MT; i++) {
-      let t = t0 + tt + i * WG_T;
+      let t = t0 + token_of(tt, i);
       if (t >= p.tokens) { continue; }
       var v = acc[i * MR + j] + b;
       let o = t * p.y_stride + r;
