@@ -4,8 +4,8 @@
 
 #include "gpu/recorder.h"
 #include "gpu_fixture.h"
-#include "kernels/attention.h"
-#include "kernels/elementwise.h"
+#include "kernels/flash_attention.h"
+#include "kernels/flow_elementwise.h"
 #include "kernels/layer_norm.h"
 #include "kernels/qmatmul.h"
 #include "reference/ss_flow_reference.h"

@@ -3,6 +3,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
+#include <string>
+
 #include "gpu/device.h"
 
 namespace ember::cli {
@@ -11,6 +14,27 @@ void add_devices_command(CLI::App& app);
 void add_bench_ss_flow(CLI::App& bench);  // under `ember bench`
 void add_ss_flow_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_pack_lfm2_command(CLI::App& app);   // `ember pack lfm2`
+void add_synth_lfm2_command(CLI::App& app);  // `ember synth lfm2`
+void add_inspect_command(CLI::App& app);     // `ember inspect DIR` (LLM or stage pack)
+
+// Command groups several files add to (`ember synth lfm2|trellis-ss-flow`, `ember pack
+// lfm2|trellis`): returns the existing subcommand `name` or creates it (requiring one
+// sub-subcommand).
+CLI::App* subcommand_group(CLI::App& app, const std::string& name, const std::string& description);
+
+// TRELLIS stage packs (cmd_synth_trellis.cpp, cmd_pack_trellis.cpp, cmd_dequant.cpp,
+// inspect_stage.cpp).
+void add_synth_trellis_command(CLI::App& app);  // ember synth trellis-ss-flow
+void add_pack_trellis_command(CLI::App& app);   // ember pack trellis
+void add_dequant_command(CLI::App& app);        // ember dequant --stage DIR --out CKPT.safetensors
+void dequant_stage_pack(const std::filesystem::path& dir, const std::filesystem::path& out);
+// The stage half of `ember inspect DIR` (DIR holds manifest.json): tensor table, bytes by
+// kind, quantization, validation verdict; JSON with `json`. Returns false when the pack is invalid.
+bool inspect_stage_pack(const std::filesystem::path& dir, bool json);
+void add_inspect_stage_command(CLI::App& app);  // temporary `ember inspect-stage DIR [--json]`
+void add_tokenize_command(CLI::App& app);
+void add_detokenize_command(CLI::App& app);
 
 // Options every GPU-using command shares: --device, --gpu-fast, --profile.
 struct GpuOptions {

@@ -10,6 +10,15 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   ember::cli::add_devices_command(app);
   ember::cli::add_bench_command(app);
+  ember::cli::add_pack_lfm2_command(app);
+  ember::cli::add_synth_lfm2_command(app);
+  ember::cli::add_inspect_command(app);
+  ember::cli::add_synth_trellis_command(app);
+  ember::cli::add_pack_trellis_command(app);
+  ember::cli::add_dequant_command(app);
+  ember::cli::add_inspect_stage_command(app);
+  ember::cli::add_tokenize_command(app);
+  ember::cli::add_detokenize_command(app);
   ember::cli::add_ss_flow_command(app);
   try {
     app.parse(argc, argv);

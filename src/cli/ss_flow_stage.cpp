@@ -16,14 +16,7 @@ namespace {
 class PackTensors : public trellis::TensorSource {
  public:
   explicit PackTensors(const std::string& dir) : pack_(formats::StagePack::open(dir, true)) {}
-  bool has(const std::string& name) const override {
-    try {
-      pack_.tensor(name);
-      return true;
-    } catch (const Error&) {
-      return false;
-    }
-  }
+  bool has(const std::string& name) const override { return pack_.has(name); }
   trellis::TensorView get(const std::string& name) const override {
     const auto& t = pack_.tensor(name);
     trellis::TensorView v;

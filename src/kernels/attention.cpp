@@ -1,66 +1,83 @@
 #include "kernels/attention.h"
 
+#include <cmath>
+
 #include "common/error.h"
+#include "kernels/step.h"
 
 namespace ember::kernels {
 namespace {
 
-struct FlashParams {
-  uint32_t nq, nk, q_stride, kv_stride;
-  uint32_t o_stride, q_offset, k_offset, v_offset;
-  float scale;
-  uint32_t pad[3];
-};
-static_assert(sizeof(FlashParams) == 48);
+AttentionConfig checked(const AttentionConfig& in, const std::string& where) {
+  AttentionConfig c = in;
+  if (c.heads == 0 || c.kv_heads == 0 || c.head_dim == 0 || c.heads % c.kv_heads != 0)
+    throw Error("heads, kv_heads and head_dim must be positive, heads a multiple of kv_heads", where);
+  if (c.q_stride == 0) c.q_stride = c.heads * c.head_dim;
+  if (c.scale == 0) c.scale = float(1.0 / std::sqrt(double(c.head_dim)));
+  return c;
+}
 
-struct NormParams {
-  uint32_t rows, heads, stride, q_offset;
-  uint32_t k_offset, pad[3];
-};
-static_assert(sizeof(NormParams) == 32);
-
-bool aligned4(std::initializer_list<uint32_t> v) {
-  for (uint32_t x : v)
-    if (x % 4) return false;
-  return true;
+AttentionParams params_of(const AttentionConfig& c) {
+  return {c.heads, c.kv_heads, c.head_dim, c.head_dim + c.padding, c.q_stride, c.q_offset, c.scale, 0};
 }
 
 }  // namespace
 
-Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a, const std::string& region) {
-  if (!aligned4({a.q_stride, a.q_offset, a.kv_stride, a.k_offset, a.v_offset, a.o_stride}))
-    throw Error("attention strides and offsets must be multiples of 4 floats", "flash_attention " + region);
-  if (a.nq == 0 || a.nk == 0) throw Error("attention needs at least one query and one key", "flash_attention " + region);
-  if (a.quad && (a.queries_per_workgroup % 4 || !kernels.device().has_subgroups()))
-    throw Error("the quad flash attention needs subgroups and a multiple of 4 queries per workgroup", "flash_attention " + region);
-  Dispatch d;
-  if (a.quad && (a.keys_per_tile == 0 || a.keys_per_tile % 8))
-    throw Error("keys per tile must be a positive multiple of 8", "flash_attention " + region);
-  gpu::KernelKey key{.file = "flash_attention.wgsl", .constants = {{"BQ", a.queries_per_workgroup}}};
-  if (a.quad) key = {.file = "flash_attention_quad.wgsl", .constants = {{"BQ", a.queries_per_workgroup}, {"BK", a.keys_per_tile}}};
-  d.kernel = &kernels.get(key);
-  d.region = region;
-  d.params = kernels.device().create_uniform(
-      FlashParams{a.nq, a.nk, a.q_stride, a.kv_stride, a.o_stride, a.q_offset, a.k_offset, a.v_offset, a.scale, {}},
-      "flash_attention params " + region);
-  d.group = kernels.bind(*d.kernel, {{a.q}, {a.kv}, {a.out}, {&d.params}});
-  d.x = (a.nq + a.queries_per_workgroup - 1) / a.queries_per_workgroup;
-  d.y = a.heads;
-  d.z = a.batch;
-  return d;
+AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfig& config)
+    : kernels_(kernels), config_(checked(config, "AttentionDecode")) {
+  const uint32_t wg = config_.workgroup;
+  if ((wg & (wg - 1)) != 0 || wg > 1024 || config_.head_dim > 4 * wg)
+    throw Error("workgroup must be a power of two <= 1024 with head_dim <= 4 * workgroup", "AttentionDecode");
+  if (config_.max_blocks == 0) throw Error("max_blocks must be positive", "AttentionDecode");
+  if (config_.subgroups && !kernels.device().has_subgroups())
+    throw Error("subgroup variant requested but the device has no subgroups", "AttentionDecode",
+                "use the shared variant");
+  gpu::KernelKey key{.file = "attention_decode.wgsl", .constants = {{"WG", wg}, {"MAXD", config_.head_dim}}};
+  if (config_.subgroups) key.defines.insert("SUBGROUPS");
+  partials_kernel_ = &kernels.get(key);
+  combine_kernel_ = &kernels.get({.file = "attention_combine.wgsl", .constants = {{"WG", 64}}});
+  params_ = kernels.device().create_uniform(params_of(config_), "attention params");
+  partials_ = kernels.device().create_storage(
+      uint64_t(config_.heads) * config_.max_blocks * (config_.head_dim + 2) * 4, "attention partials");
 }
 
-Dispatch head_rms_norm(gpu::KernelCache& kernels, const HeadRmsNormArgs& a, const std::string& region) {
-  if (!aligned4({a.stride, a.q_offset, a.k_offset}))
-    throw Error("head_rms_norm stride and offsets must be multiples of 4 floats", region);
-  Dispatch d;
-  d.kernel = &kernels.get({.file = "head_rms_norm.wgsl", .constants = {{"WG", 64}}});
-  d.region = region;
-  d.params = kernels.device().create_uniform(NormParams{a.rows, a.heads, a.stride, a.q_offset, a.k_offset, {}},
-                                             "head_rms_norm params " + region);
-  d.group = kernels.bind(*d.kernel, {{a.x}, {a.gamma_q}, {a.gamma_k}, {&d.params}});
-  grid_1d(d, (uint64_t(a.rows) * a.heads * 2 + 63) / 64);
-  return d;
+AttentionDecode::Groups AttentionDecode::bind(gpu::Binding q, gpu::Binding k_cache, gpu::Binding v_cache,
+                                              gpu::Binding out, gpu::Binding step) const {
+  return {kernels_.bind(*partials_kernel_, {q, k_cache, v_cache, {&partials_}, {&params_}, step}),
+          kernels_.bind(*combine_kernel_, {{&partials_}, out, {&params_}})};
+}
+
+void AttentionDecode::record(gpu::Recorder& rec, const Groups& groups, uint32_t blocks) const {
+  if (blocks == 0 || blocks > config_.max_blocks)
+    throw Error("block count " + std::to_string(blocks) + " outside 1.." + std::to_string(config_.max_blocks),
+                "AttentionDecode::record", "raise max_blocks in the config");
+  rec.dispatch(*partials_kernel_, groups.partials, blocks, config_.heads);
+  rec.dispatch(*combine_kernel_, groups.combine, blocks, config_.heads);
+}
+
+AttentionPrefill::AttentionPrefill(gpu::KernelCache& kernels, const AttentionConfig& config)
+    : kernels_(kernels), config_(checked(config, "AttentionPrefill")) {
+  const uint64_t bq = config_.query_tile, bk = config_.key_tile, d = config_.head_dim;
+  const uint64_t bytes = 4 * ((2 * bq + 2 * bk) * d + bq * bk + 3 * bq);
+  if (bq == 0 || bk == 0) throw Error("query_tile and key_tile must be positive", "AttentionPrefill");
+  if (bytes > kernels.device().limits().maxComputeWorkgroupStorageSize)
+    throw Error("tiles need " + std::to_string(bytes) + " bytes of workgroup memory, the adapter has " +
+                    std::to_string(kernels.device().limits().maxComputeWorkgroupStorageSize),
+                "AttentionPrefill", "use smaller query_tile/key_tile");
+  kernel_ = &kernels.get({.file = "attention_prefill.wgsl",
+                          .constants = {{"WG", config_.workgroup}, {"BQ", bq}, {"BK", bk}, {"MAXD", d}}});
+  params_ = kernels.device().create_uniform(params_of(config_), "attention params");
+}
+
+gpu::BindGroup AttentionPrefill::bind(gpu::Binding q, gpu::Binding k_cache, gpu::Binding v_cache, gpu::Binding out,
+                                      gpu::Binding step) const {
+  return kernels_.bind(*kernel_, {q, k_cache, v_cache, out, {&params_}, step});
+}
+
+void AttentionPrefill::record(gpu::Recorder& rec, const gpu::BindGroup& group, uint32_t T) const {
+  if (T == 0) return;
+  rec.dispatch(*kernel_, group, checked_groups(kernels_.device(), ceil_div(T, config_.query_tile), "AttentionPrefill"),
+               config_.heads);
 }
 
 }  // namespace ember::kernels

@@ -1,35 +1,68 @@
-// Attention for head size 64: flash attention (src/kernels/flash_attention.wgsl) and the per-head
-// RMS norm of q and k (src/kernels/head_rms_norm.wgsl).
+// GQA attention over the KV cache (layout of kv_write.h: [positions][kv_heads][head_dim + padding]).
+//   AttentionDecode: one query token, flash-decoding (attention_decode.wgsl + attention_combine.wgsl);
+//     L = StepParams.start + 1; the block count B is a record() argument (no new bind groups).
+//   AttentionPrefill: T causal queries at StepParams.start + t, tiled (attention_prefill.wgsl);
+//     T is read from StepParams.rows, which must equal record()'s T.
 #pragma once
 
-#include "kernels/dispatch.h"
+#include <cstdint>
+
+#include "gpu/kernel.h"
+#include "gpu/recorder.h"
 
 namespace ember::kernels {
 
-// Strides and offsets in floats, multiples of 4. See flash_attention.wgsl for the layout.
-struct FlashAttentionArgs {
-  const gpu::Buffer* q;
-  const gpu::Buffer* kv;  // may be the same buffer as q
-  const gpu::Buffer* out;
-  uint32_t batch, heads, nq, nk;
-  uint32_t q_stride, q_offset, kv_stride, k_offset, v_offset, o_stride;
+// Mirrors `struct AttentionParams` in attention_params.wgsl.
+struct AttentionParams {
+  uint32_t heads, kv_heads, head_dim, row, q_stride, q_offset;
   float scale;
-  uint32_t queries_per_workgroup = 64;  // multiple of 4 for the quad variant
-  // The quad variant (flash_attention_quad.wgsl): 4 queries per lane quad, 4x the reuse of each
-  // key/value load; needs subgroups (size a multiple of 4).
-  bool quad = false;
-  uint32_t keys_per_tile = 32;  // quad variant: keys per workgroup-memory tile (multiple of 8)
+  uint32_t pad0;
+};
+static_assert(sizeof(AttentionParams) == 32);
+
+struct AttentionConfig {
+  uint32_t heads = 0, kv_heads = 0, head_dim = 0;  // heads a multiple of kv_heads
+  uint32_t padding = 0;                 // extra elements per cache row
+  uint32_t q_stride = 0, q_offset = 0;  // elements per token / of token 0 in q; stride 0 = heads * head_dim
+  float scale = 0;                      // 0 = 1 / sqrt(head_dim)
+  bool subgroups = false;               // decode: subgroup reductions (shared memory otherwise)
+  uint32_t workgroup = 64;              // decode: keys per tile (power of two); prefill: threads
+  uint32_t max_blocks = 64;             // decode: largest B record() accepts (sizes the partials)
+  uint32_t query_tile = 16, key_tile = 16;  // prefill: BQ, BK
 };
 
-Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& args, const std::string& region = "");
+class AttentionDecode {
+ public:
+  AttentionDecode(gpu::KernelCache& kernels, const AttentionConfig& config);
+  struct Groups {
+    gpu::BindGroup partials, combine;
+  };
+  // q: the token's queries ([heads][head_dim] at q_offset); out: dense [heads][head_dim];
+  // step: StepParams with start = the token's position (its k/v already written to the cache).
+  Groups bind(gpu::Binding q, gpu::Binding k_cache, gpu::Binding v_cache, gpu::Binding out, gpu::Binding step) const;
+  void record(gpu::Recorder& rec, const Groups& groups, uint32_t blocks) const;
 
-struct HeadRmsNormArgs {
-  const gpu::Buffer* x;  // f32 rows, normalised in place
-  const gpu::Buffer* gamma_q;  // f16 [heads][64]
-  const gpu::Buffer* gamma_k;
-  uint32_t rows, heads, stride, q_offset, k_offset;
+ private:
+  gpu::KernelCache& kernels_;
+  AttentionConfig config_;
+  const gpu::Kernel* partials_kernel_;
+  const gpu::Kernel* combine_kernel_;
+  gpu::Buffer params_, partials_;
 };
 
-Dispatch head_rms_norm(gpu::KernelCache& kernels, const HeadRmsNormArgs& args, const std::string& region = "");
+class AttentionPrefill {
+ public:
+  AttentionPrefill(gpu::KernelCache& kernels, const AttentionConfig& config);
+  // out: dense [T][heads][head_dim]; step: StepParams {start, rows = T}.
+  gpu::BindGroup bind(gpu::Binding q, gpu::Binding k_cache, gpu::Binding v_cache, gpu::Binding out,
+                      gpu::Binding step) const;
+  void record(gpu::Recorder& rec, const gpu::BindGroup& group, uint32_t T) const;
+
+ private:
+  gpu::KernelCache& kernels_;
+  AttentionConfig config_;
+  const gpu::Kernel* kernel_;
+  gpu::Buffer params_;
+};
 
 }  // namespace ember::kernels

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "kernels/elementwise.h"
+#include "kernels/flow_elementwise.h"
 
 namespace ember::trellis {
 

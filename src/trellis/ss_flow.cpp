@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "kernels/attention.h"
-#include "kernels/elementwise.h"
+#include "kernels/flash_attention.h"
+#include "kernels/flow_elementwise.h"
 #include "kernels/layer_norm.h"
 #include "trellis/stage_upload.h"
 

@@ -1,0 +1,28 @@
+// Random-weight LFM2 checkpoints in Hugging Face's own format (config.json, model.safetensors,
+// tokenizer.json), so tests and demos go through the real converter.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "formats/lfm2_checkpoint.h"
+
+namespace ember::formats {
+
+struct Lfm2SynthOptions {
+  uint64_t seed = 0;
+  bool bf16 = false;                // tensors as BF16 (else F32)
+  std::filesystem::path tokenizer;  // copy this tokenizer.json; empty: write the byte-level one
+};
+
+// Writes HF_DIR atomically. Weights: matrices N(0, 0.8/sqrt(fan_in)), embeddings N(0, 0.05),
+// norms 1 + 0.1 N(0,1), conv taps N(0, 0.3); each tensor from its own stream seeded by
+// (seed, tensor name), so the values do not depend on the order or threading.
+void synth_lfm2_checkpoint(const Lfm2Config& config, const std::filesystem::path& out_dir, const Lfm2SynthOptions& opts);
+
+// A small byte-level BPE tokenizer.json (256 byte tokens, a few merges, the LFM2 chat specials
+// <|pad|> 0, <|startoftext|> 1, <|endoftext|> 2, <|im_start|> 3, <|im_end|> 4).
+std::string byte_level_tokenizer_json();
+
+}  // namespace ember::formats

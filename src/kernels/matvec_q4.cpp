@@ -1,0 +1,84 @@
+#include "kernels/matvec_q4.h"
+
+#include <bit>
+
+#include "common/error.h"
+
+namespace ember::kernels {
+namespace {
+
+// Mirrors `Params` in matvec_q4.wgsl.
+struct MatvecParams {
+  uint32_t rows, cols, blocks, pad;
+};
+static_assert(sizeof(MatvecParams) == 16);
+
+void check_geometry(const MatvecGeometry& g, const gpu::Device& device, const std::string& where) {
+  const uint32_t lanes = g.subgroup_size * g.subgroups_per_row;
+  auto fail = [&](const std::string& what, const std::string& fix) { throw Error(what, where, fix); };
+  if (g.workgroup_size == 0 || g.subgroup_size == 0 || g.subgroups_per_row == 0 || g.rows_per_subgroup == 0)
+    fail("geometry has a zero field", "give workgroupSize, subgroupSize, rowsPerSubgroup, subgroupsPerRow >= 1");
+  if (!std::has_single_bit(lanes))
+    fail("subgroupSize * subgroupsPerRow = " + std::to_string(lanes) + " is not a power of two", "use powers of two");
+  if (g.workgroup_size % lanes != 0)
+    fail("workgroupSize " + std::to_string(g.workgroup_size) + " is not a multiple of subgroupSize * subgroupsPerRow = " +
+             std::to_string(lanes),
+         "pick a workgroupSize that holds whole lane groups");
+  if (g.rows_per_subgroup > 8) fail("rowsPerSubgroup " + std::to_string(g.rows_per_subgroup) + " is above 8", "use 1..8");
+  const WGPULimits& lim = device.limits();
+  if (g.workgroup_size > lim.maxComputeInvocationsPerWorkgroup || g.workgroup_size > lim.maxComputeWorkgroupSizeX)
+    fail("workgroupSize " + std::to_string(g.workgroup_size) + " exceeds this device's limit of " +
+             std::to_string(lim.maxComputeInvocationsPerWorkgroup) + " invocations",
+         "use a smaller workgroupSize");
+  uint64_t shared = uint64_t(g.workgroup_size) * g.rows_per_subgroup * 4;
+  if (shared > lim.maxComputeWorkgroupStorageSize)
+    fail("workgroupSize * rowsPerSubgroup needs " + std::to_string(shared) + " bytes of workgroup memory, above the device's " +
+             std::to_string(lim.maxComputeWorkgroupStorageSize),
+         "lower workgroupSize or rowsPerSubgroup");
+}
+
+}  // namespace
+
+MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kernels_(kernels), config_(config) {
+  const gpu::Device& device = kernels.device();
+  const std::string where = "matvec_q4 " + std::to_string(config.rows) + "x" + std::to_string(config.cols);
+  if (config.rows == 0 || config.cols == 0 || config.cols % 32 != 0)
+    throw Error("shape " + std::to_string(config.rows) + "x" + std::to_string(config.cols) + " is not supported", where,
+                "rows >= 1 and cols a positive multiple of 32");
+  check_geometry(config.geometry, device, where);
+  const MatvecGeometry& g = config.geometry;
+  gpu::KernelKey key{.file = "matvec_q4.wgsl",
+                     .constants = {{"WG", g.workgroup_size},
+                                   {"SG", g.subgroup_size},
+                                   {"RPS", g.rows_per_subgroup},
+                                   {"SPR", g.subgroups_per_row}}};
+  if (config.variant == Q4Variant::v3_both) key.defines.insert("V3_BOTH");
+  if (config.asymmetric) key.defines.insert("ASYMMETRIC");
+  if (config.mode == OutputMode::accumulate) key.defines.insert("ACCUMULATE");
+  if (use_subgroups(device, config.reduction, where)) key.defines.insert("SUBGROUPS");
+  kernel_ = &kernels.get(key);
+  uint32_t max_dim = config.max_workgroups_per_dim ? config.max_workgroups_per_dim : device.limits().maxComputeWorkgroupsPerDimension;
+  uint32_t per_wg = g.rows_per_workgroup();
+  grid_ = split_grid((uint64_t(config.rows) + per_wg - 1) / per_wg, max_dim, where);
+}
+
+Bound MatvecQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y) const {
+  const std::string where = kernel_->label();
+  check_q4_matrix(w, config_.rows, config_.cols, config_.asymmetric, where);
+  require_binding(x, uint64_t(config_.cols) * 4, "x", where);
+  require_binding(y, uint64_t(config_.rows) * 4, "y", where);
+  Bound b;
+  b.params = kernels_.device().create_uniform(MatvecParams{config_.rows, config_.cols, config_.cols / 32, 0}, "matvec_q4 params");
+  std::vector<gpu::Binding> bindings{w.quant, w.scales, x, y, {&b.params}};
+  if (config_.asymmetric) bindings.push_back(w.zero_points);
+  b.group = kernels_.bind(*kernel_, bindings);
+  b.groups_x = grid_.x;
+  b.groups_y = grid_.y;
+  return b;
+}
+
+void MatvecQ4::record(gpu::Recorder& rec, const Bound& bound) const {
+  rec.dispatch(*kernel_, bound.group, bound.groups_x, bound.groups_y);
+}
+
+}  // namespace ember::kernels

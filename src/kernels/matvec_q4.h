@@ -1,0 +1,51 @@
+// y = W x (or y += W x) for one vector and a 4-bit matrix: the decode matvec (matvec_q4.wgsl).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/q4_matrix.h"
+
+namespace ember::kernels {
+
+// The candidate's geometry (runtime.json candidate.matvec[shape].geometry). subgroupSize is a
+// logical lane-group width: the kernel is correct whatever the hardware subgroup size is.
+struct MatvecGeometry {
+  uint32_t workgroup_size = 256;
+  uint32_t subgroup_size = 32;
+  uint32_t rows_per_subgroup = 1;  // at most 8
+  uint32_t subgroups_per_row = 1;
+  // Rows one workgroup produces.
+  uint32_t rows_per_workgroup() const { return workgroup_size / (subgroup_size * subgroups_per_row) * rows_per_subgroup; }
+};
+
+struct MatvecConfig {
+  uint32_t rows = 0, cols = 0;  // cols a multiple of 32
+  bool asymmetric = false;      // zero points (the head)
+  Q4Variant variant = Q4Variant::carried;
+  MatvecGeometry geometry;
+  OutputMode mode = OutputMode::overwrite;
+  Reduction reduction = Reduction::best;
+  uint32_t max_workgroups_per_dim = 0;  // 0: the device's limit (tests lower it to reach 2D grids)
+};
+
+class MatvecQ4 {
+ public:
+  // Validates the config (throws ember::Error) and compiles the kernel once through the cache.
+  MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config);
+
+  // Binds W, x [cols] f32 and y [rows] f32 (read as well as written in accumulate mode). Create
+  // once per tensor and reuse for every token.
+  Bound bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y) const;
+  void record(gpu::Recorder& rec, const Bound& bound) const;
+
+  const gpu::Kernel& kernel() const { return *kernel_; }
+  const MatvecConfig& config() const { return config_; }
+
+ private:
+  gpu::KernelCache& kernels_;
+  MatvecConfig config_;
+  const gpu::Kernel* kernel_ = nullptr;
+  Grid grid_;
+};
+
+}  // namespace ember::kernels

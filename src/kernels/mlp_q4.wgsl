@@ -1,0 +1,127 @@
+// The fused gated MLP, slice stage: for a normed h [hidden], gate_up a symmetric 4-bit matrix
+// [2 * ffn][hidden] (rows 0..ffn-1 gate, ffn..2ffn-1 up) and kquant, the down matrix stored
+// k-major ([ffn][hidden], 32-blocks along the hidden outputs), workgroup s takes ffn rows
+// [s * PER, s * PER + PER) and writes KSPLIT partial hidden vectors
+//   partials[s * KSPLIT + j][c] = sum over its rows k = j, j + KSPLIT, ... of a_k * down[c][k],
+// with a_k = silu(gate_k . h) * (up_k . h). fold_partials.wgsl sums the partials into x.
+//
+// Phase 1: lane groups of L lanes each reduce one gate/up dot product at a time (subgroup or
+// workgroup-memory reduction, as in matvec_q4.wgsl). Phase 2: lane (word w, part j) accumulates
+// 8 hidden outputs over its share of the slice's kquant rows; reads are consecutive across lanes.
+#if SUBGROUPS
+enable subgroups;
+#endif
+
+struct Params {
+  hidden: u32,
+  ffn: u32,
+  hblocks: u32,  // hidden / 32
+  pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> gu_q: array<vec4<u32>>;   // one vec4 per 32-block
+@group(0) @binding(1) var<storage, read> gu_scales: array<f32>;
+@group(0) @binding(2) var<storage, read> kq: array<u32>;
+@group(0) @binding(3) var<storage, read> k_scales: array<f32>;
+@group(0) @binding(4) var<storage, read> h: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> partials: array<vec4<f32>>;
+@group(0) @binding(6) var<uniform> p: Params;
+
+override WG: u32 = 256u;
+override L: u32 = 32u;       // lanes per dot product: a power of two dividing WG
+override PER: u32 = 64u;     // ffn rows per slice
+override KSPLIT: u32 = 1u;   // partial vectors per slice (phase 2 lanes per hidden word)
+
+#include "q4_block.wgsl"
+
+var<workgroup> red: array<f32, WG>;
+var<workgroup> gu: array<f32, 2u * PER>;  // gate dots, then up dots
+
+// Sum of v over the L lanes of li's group; valid in the group's first lane.
+fn group_sum(v: f32, li: u32, sg_size: u32) -> f32 {
+#if SUBGROUPS
+  let w = min(L, sg_size);
+  var s = v;
+  if (w == sg_size) {
+    s = subgroupAdd(s);
+  } else {
+    for (var off = 1u; off < w; off <<= 1u) { s += subgroupShuffleXor(s, off); }
+  }
+  if (li % w == 0u) { red[li / w] = s; }
+  workgroupBarrier();
+  var total = 0.0;
+  let per_group = L / w;
+  if (li % L == 0u) {
+    for (var i = 0u; i < per_group; i++) { total += red[(li / L) * per_group + i]; }
+  }
+  workgroupBarrier();
+  return total;
+#else
+  red[li] = v;
+  workgroupBarrier();
+  for (var stride = L / 2u; stride > 0u; stride >>= 1u) {
+    if (li % L < stride) { red[li] += red[li + stride]; }
+    workgroupBarrier();
+  }
+  let total = red[li];
+  workgroupBarrier();
+  return total;
+#endif
+}
+
+fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32,
+#if SUBGROUPS
+        @builtin(subgroup_size) sg_size: u32
+#endif
+        ) {
+#if !SUBGROUPS
+  let sg_size = 1u;
+#endif
+  let k0 = wg.x * PER;
+  let n = min(PER, max(p.ffn, k0) - k0);  // rows in this slice (0 for a trailing empty slice)
+  let groups = WG / L;
+  let group = li / L;
+  let lane = li % L;
+
+  // Phase 1: 2n dot products, `groups` at a time (the trip count is uniform: PER, not n).
+  for (var base = 0u; base < 2u * PER; base += groups) {
+    let j = base + group;
+    var acc = 0.0;
+    if (j < 2u * n) {
+      let row = select(p.ffn + k0 + (j - n), k0 + j, j < n);
+      for (var b = lane; b < p.hblocks; b += L) {
+        var xs: array<vec4<f32>, 8>;
+        for (var e = 0u; e < 8u; e++) { xs[e] = h[b * 8u + e]; }
+        acc += gu_scales[row * p.hblocks + b] * q4_block_dot(gu_q[row * p.hblocks + b], xs, 8.0);
+      }
+    }
+    let total = group_sum(acc, li, sg_size);
+    if (lane == 0u && j < 2u * n) { gu[j] = total; }
+  }
+  workgroupBarrier();
+
+  // Phase 2: lane -> (hidden word w, part j); each word holds 8 outputs of one kquant block.
+  let words = p.hidden / 8u;
+  let part = li / words;
+  if (part < KSPLIT) {
+    for (var w = li % words; w < words; w += WG) {
+      var lo = vec4<f32>(0.0);
+      var hi = vec4<f32>(0.0);
+      for (var r = part; r < n; r += KSPLIT) {
+        let k = k0 + r;
+        let a = silu(gu[r]) * gu[n + r];
+        let s = a * k_scales[k * p.hblocks + w / 4u];
+        let q = kq[k * words + w];
+        lo += q4_low(q, 8.0) * s;
+        hi += q4_high(q, 8.0) * s;
+      }
+      let o = ((wg.x * KSPLIT + part) * p.hidden + 8u * w) / 4u;
+      partials[o] = lo;
+      partials[o + 1u] = hi;
+    }
+  }
+}

@@ -1,0 +1,51 @@
+#include "kernels/sampler.h"
+
+#include "common/error.h"
+#include "kernels/step.h"
+
+namespace ember::kernels {
+
+Sampler::Sampler(gpu::KernelCache& kernels, const SamplerConfig& config) : kernels_(kernels), config_(config) {
+  const auto& c = config_;
+  auto pow2 = [](uint32_t v) { return v && (v & (v - 1)) == 0; };
+  if (c.vocab == 0 || c.partials == 0 || c.max_top_k == 0) throw Error("vocab, partials and max_top_k must be positive", "Sampler");
+  if (!pow2(c.workgroup) || c.workgroup > 1024 || !pow2(c.sort_size) || c.sort_size < 2 * c.max_top_k ||
+      c.sort_size < c.workgroup)
+    throw Error("sort_size and workgroup must be powers of two with sort_size >= 2 * max_top_k and >= workgroup",
+                "Sampler", "e.g. max_top_k 64, sort_size 512, workgroup 256");
+  if (c.partials > c.vocab) throw Error("more partials than vocabulary entries", "Sampler", "use fewer partials");
+  const double wg = c.workgroup, k = c.max_top_k, n = c.sort_size;
+  const std::vector<std::pair<std::string, double>> stage1 = {{"WG", wg}, {"K", k}, {"SORTN", n}, {"WMAX", double(c.window_max)}};
+  const std::vector<std::pair<std::string, double>> stage2 = {{"WG", wg}, {"K", k}, {"SORTN", n}, {"P", double(c.partials)}};
+  greedy_partials_ = &kernels.get({.file = "sampler_partials.wgsl", .entry = "greedy", .constants = stage1});
+  topk_partials_ = &kernels.get({.file = "sampler_partials.wgsl", .entry = "topk", .constants = stage1});
+  greedy_pick_ = &kernels.get({.file = "sampler_pick.wgsl", .entry = "greedy", .constants = stage2});
+  sample_pick_ = &kernels.get({.file = "sampler_pick.wgsl", .entry = "sample", .constants = stage2});
+  partials_ = kernels.device().create_storage(uint64_t(c.partials) * c.max_top_k * 8, "sampler partials");
+}
+
+Sampler::Groups Sampler::bind(gpu::Binding logits, gpu::Binding tokens, gpu::Binding params) const {
+  gpu::Binding partials{&partials_};
+  // The greedy stage reads only P pairs, so bind just that prefix of the shared scratch buffer.
+  gpu::Binding greedy{&partials_, 0, uint64_t(config_.partials) * 8};
+  return {kernels_.bind(*greedy_partials_, {logits, tokens, greedy, params}),
+          kernels_.bind(*greedy_pick_, {greedy, tokens, params}),
+          kernels_.bind(*topk_partials_, {logits, tokens, partials, params}),
+          kernels_.bind(*sample_pick_, {partials, tokens, params})};
+}
+
+void Sampler::record_greedy(gpu::Recorder& rec, const Groups& groups) const {
+  rec.dispatch(*greedy_partials_, groups.greedy_partials, checked_groups(kernels_.device(), config_.partials, "Sampler"));
+  rec.dispatch(*greedy_pick_, groups.greedy_pick, 1);
+}
+
+void Sampler::record_sample(gpu::Recorder& rec, const Groups& groups) const {
+  rec.dispatch(*topk_partials_, groups.topk_partials, checked_groups(kernels_.device(), config_.partials, "Sampler"));
+  rec.dispatch(*sample_pick_, groups.sample_pick, 1);
+}
+
+void upload_params(const gpu::Device& device, const gpu::Buffer& buffer, const SamplerParams& params) {
+  device.upload(buffer, 0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&params), sizeof params));
+}
+
+}  // namespace ember::kernels

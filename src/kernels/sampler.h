@@ -1,0 +1,69 @@
+// Token sampling on the GPU in two stages (sampler_partials.wgsl, sampler_pick.wgsl): P workgroups
+// each keep the best candidates of a slice of the logits, one workgroup picks. The sampled id is
+// written into a u32 token buffer on the GPU, where the next step's embedding lookup reads it.
+//
+// Per-step settings live in a SamplerParams storage buffer the caller owns and rewrites with
+// Device::upload before each submit (step/out_slot change per token; bind groups never do).
+// The repetition window is a range of the same token buffer (the sequence's ids).
+//
+// Bound: sampling (not greedy) sees the best `max_top_k` candidates (K, default 64) after the
+// repetition penalty; top_k is clamped to K and top_k = 0 means K. top-p/min-p act within them,
+// so with top_k = 0 the tail beyond the K-th logit is never drawn. Greedy is exact over the vocab.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/kernel.h"
+#include "gpu/recorder.h"
+
+namespace ember::kernels {
+
+// Mirrors `struct SamplerParams` in sampler_common.wgsl.
+struct SamplerParams {
+  uint32_t vocab = 0;
+  float temperature = 1.0f;          // <= 0: the sampling pick returns the best candidate
+  uint32_t top_k = 0;                // 0 = K
+  float top_p = 1.0f;                // 1 = off
+  float min_p = 0.0f;                // 0 = off
+  float repetition_penalty = 1.0f;   // 1 = off
+  uint32_t window_start = 0;         // recent ids: tokens[window_start, window_start + window_len)
+  uint32_t window_len = 0;           // clamped to SamplerConfig::window_max
+  uint32_t seed = 0;
+  uint32_t step = 0;                 // RNG counter: the draw depends only on (seed, step)
+  uint32_t out_slot = 0;             // the sampled id goes to tokens[out_slot]
+  uint32_t pad0 = 0;
+};
+static_assert(sizeof(SamplerParams) == 48);
+
+struct SamplerConfig {
+  uint32_t vocab = 0;
+  uint32_t partials = 256;    // P (the runtime's samplePartials)
+  uint32_t max_top_k = 64;    // K candidates per partial and in the pick
+  uint32_t sort_size = 512;   // power of two >= 2 K and >= workgroup
+  uint32_t workgroup = 256;   // power of two
+  uint32_t window_max = 256;  // longest repetition window
+};
+
+class Sampler {
+ public:
+  Sampler(gpu::KernelCache& kernels, const SamplerConfig& config);
+  struct Groups {
+    gpu::BindGroup greedy_partials, greedy_pick, topk_partials, sample_pick;
+  };
+  // logits f32 [vocab]; tokens u32 (window and output slot); params: a SamplerParams buffer
+  // (Device::create_storage(sizeof(SamplerParams)), see upload_params).
+  Groups bind(gpu::Binding logits, gpu::Binding tokens, gpu::Binding params) const;
+  void record_greedy(gpu::Recorder& rec, const Groups& groups) const;
+  void record_sample(gpu::Recorder& rec, const Groups& groups) const;
+  const SamplerConfig& config() const { return config_; }
+
+ private:
+  gpu::KernelCache& kernels_;
+  SamplerConfig config_;
+  const gpu::Kernel *greedy_partials_, *greedy_pick_, *topk_partials_, *sample_pick_;
+  gpu::Buffer partials_;
+};
+
+void upload_params(const gpu::Device& device, const gpu::Buffer& buffer, const SamplerParams& params);
+
+}  // namespace ember::kernels

@@ -1,0 +1,104 @@
+#include "llm/kernel_choice.h"
+
+#include <algorithm>
+
+namespace ember::llm {
+namespace {
+
+const char* kShapes[] = {"attn_qkv", "attn_o_proj", "conv_in_proj", "conv_out_proj", "mlp_gate_up", "mlp_down", "head"};
+
+kernels::MatvecGeometry to_geometry(const formats::Geometry& g) {
+  kernels::MatvecGeometry m;
+  m.workgroup_size = static_cast<uint32_t>(g.workgroup_size);
+  m.subgroup_size = static_cast<uint32_t>(g.subgroup_size);
+  m.rows_per_subgroup = static_cast<uint32_t>(g.rows_per_subgroup);
+  m.subgroups_per_row = static_cast<uint32_t>(g.subgroups_per_row);
+  return m;
+}
+
+// A geometry every adapter runs: 256 threads, lane groups of the device's subgroup size.
+kernels::MatvecGeometry safe_geometry(const gpu::Device& device) {
+  kernels::MatvecGeometry g;
+  g.workgroup_size = 256;
+  g.subgroup_size = std::max<uint32_t>(4, std::min<uint32_t>(32, device.subgroup_size()));
+  g.rows_per_subgroup = 1;
+  g.subgroups_per_row = 1;
+  return g;
+}
+
+bool fits(const kernels::MatvecGeometry& g, const gpu::Device& device) {
+  auto pow2 = [](uint32_t v) { return v && !(v & (v - 1)); };
+  uint32_t lanes = g.subgroup_size * g.subgroups_per_row;
+  return g.workgroup_size >= 1 && g.workgroup_size <= device.limits().maxComputeInvocationsPerWorkgroup &&
+         pow2(g.subgroup_size) && lanes && g.workgroup_size % lanes == 0 && g.rows_per_subgroup >= 1 && g.rows_per_subgroup <= 8;
+}
+
+}  // namespace
+
+uint32_t KernelChoices::blocks_for(uint32_t length) const {
+  uint32_t blocks = flash_blocks;
+  for (const auto& o : flash_optima) {
+    blocks = static_cast<uint32_t>(o.blocks);
+    if (length <= o.positions) break;
+  }
+  return std::clamp<uint32_t>(blocks, 1, std::max<uint32_t>(1, length));
+}
+
+const KernelChoices::Matvec& KernelChoices::matvec_for(const std::string& shape_key) const { return matvec.at(shape_key); }
+
+KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& device) {
+  KernelChoices k;
+  const auto& rt = pack.runtime();
+  const auto& c = pack.candidate();
+  const auto& adapter = device.adapter();
+  bool subgroup_ok = true;
+  if (rt.expected_subgroup_size != 0 &&
+      (rt.expected_subgroup_size < adapter.subgroup_min || rt.expected_subgroup_size > adapter.subgroup_max)) {
+    subgroup_ok = false;
+    k.warnings.push_back("the pack's candidate was tuned for subgroup size " + std::to_string(rt.expected_subgroup_size) +
+                         " but this adapter (" + adapter.name() + ") has " + std::to_string(adapter.subgroup_min) +
+                         "; using default kernel geometry (run `ember tune` to tune for this GPU)");
+  }
+  k.unfused = c.unfused;
+  k.subgroups = device.has_subgroups();
+  k.conv_fuse = c.conv_fuse || c.unfused;
+  k.padding = static_cast<uint32_t>(std::max<int64_t>(0, c.padding));
+  k.flash_optima = rt.flash_optima;
+  k.flash_blocks = static_cast<uint32_t>(std::max<int64_t>(1, c.flash ? c.flash_blocks : 1));
+  if (!c.flash) k.flash_optima.clear();
+  // The fused MLP decides which down copy is the model: keep that choice whatever the geometry.
+  k.mlp_pair = c.mlp_pair && !c.unfused;
+  if (c.mlp_slices > 0) k.mlp_slices = static_cast<uint32_t>(c.mlp_slices);
+  if (c.mlp_workgroup > 0) k.mlp_workgroup = std::min<uint32_t>(static_cast<uint32_t>(c.mlp_workgroup), device.limits().maxComputeInvocationsPerWorkgroup);
+
+  kernels::Q4Variant default_variant = kernels::Q4Variant::carried;
+  try {
+    default_variant = kernels::parse_q4_variant(rt.dequant_variant);
+  } catch (const std::exception&) {
+    k.warnings.push_back("unknown dequantVariant '" + rt.dequant_variant + "'; using carried");
+  }
+  for (const char* shape : kShapes) {
+    KernelChoices::Matvec m{default_variant, safe_geometry(device)};
+    if (subgroup_ok) {
+      if (const formats::MatvecChoice* mc = c.matvec_for(shape)) {
+        m.geometry = to_geometry(mc->geometry);
+        try {
+          m.variant = kernels::parse_q4_variant(mc->variant);
+        } catch (const std::exception&) {
+          k.warnings.push_back(std::string("unknown matvec variant '") + mc->variant + "' for " + shape + "; using " +
+                               kernels::q4_variant_name(default_variant));
+        }
+      } else if (const formats::Geometry* g = rt.knee_for(shape)) {
+        m.geometry = to_geometry(*g);
+      }
+      if (!fits(m.geometry, device)) {
+        k.warnings.push_back(std::string("the candidate's geometry for ") + shape + " cannot run on this adapter; using defaults");
+        m.geometry = safe_geometry(device);
+      }
+    }
+    k.matvec[shape] = m;
+  }
+  return k;
+}
+
+}  // namespace ember::llm

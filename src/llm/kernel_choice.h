@@ -1,0 +1,42 @@
+// What the pack's candidate asks of the engine, turned into concrete kernel configurations for
+// this device: per-matrix matvec variant and geometry (candidate, else the knee, else defaults),
+// the fused MLP, flash-decoding block counts. Anything the device cannot honour falls back to
+// safe defaults with a warning.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "formats/llm_pack.h"
+#include "gpu/device.h"
+#include "kernels/matvec_q4.h"
+
+namespace ember::llm {
+
+struct KernelChoices {
+  struct Matvec {
+    kernels::Q4Variant variant = kernels::Q4Variant::carried;
+    kernels::MatvecGeometry geometry;
+  };
+  std::map<std::string, Matvec> matvec;  // by shape key: attn_qkv, conv_in_proj, ..., head
+  bool unfused = false;
+  bool mlp_pair = false;                 // fused MLP over down.kquant (decode)
+  uint32_t mlp_slices = 40, mlp_workgroup = 256;
+  bool subgroups = false;                // subgroup reductions in norms/attention
+  bool conv_fuse = true;
+  uint32_t padding = 0;                  // extra elements per KV row
+  std::vector<formats::FlashOptimum> flash_optima;
+  uint32_t flash_blocks = 1;
+  std::vector<std::string> warnings;
+
+  // The down copy that is this run's model weight (DESIGN.md "One model, one set of weights").
+  const char* down_copy() const { return mlp_pair ? "kquant" : "quant"; }
+  // Flash-decoding block count for a cache of `length` positions.
+  uint32_t blocks_for(uint32_t length) const;
+  const Matvec& matvec_for(const std::string& shape_key) const;
+};
+
+KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& device);
+
+}  // namespace ember::llm

@@ -1,0 +1,339 @@
+#include "llm/lfm2_model.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+
+#include "common/error.h"
+#include "kernels/attention.h"
+#include "kernels/conv.h"
+#include "kernels/elementwise.h"
+#include "kernels/embed_q4.h"
+#include "kernels/kv_write.h"
+#include "kernels/matmul_q4.h"
+#include "kernels/matvec_q4.h"
+#include "kernels/mlp_q4.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/step.h"
+
+namespace ember::llm {
+
+using formats::LayerType;
+using kernels::OutputMode;
+
+// The kernel families of one model, configured once (shapes and the candidate's choices).
+struct Lfm2Model::Ops {
+  std::optional<kernels::RmsNorm> norm, q_norm, k_norm;
+  std::optional<kernels::Rope> rope;
+  std::optional<kernels::KvWrite> kv_write;
+  std::optional<kernels::AttentionDecode> attn_decode;
+  std::optional<kernels::AttentionPrefill> attn_prefill;
+  std::optional<kernels::ShortConv> conv_decode, conv_prefill;
+  std::optional<kernels::SiluMul> silu_mul;
+  std::optional<kernels::EmbedQ4> embed;
+  std::optional<kernels::MlpQ4> mlp;
+  std::map<std::string, kernels::MatvecQ4> matvec;   // by shape key
+  std::map<std::string, kernels::MatmulQ4> matmul;   // by shape key (prefill)
+};
+
+// Bind groups of one layer that do not depend on the number of tokens.
+struct Lfm2Model::Layer {
+  LayerType type;
+  std::string prefix;  // "L3."
+  kernels::Q4Matrix mix_in, mix_out, gate_up, down;  // mix: conv in/out_proj or attn qkv/o_proj
+  std::string mix_in_key, mix_out_key;
+  gpu::BindGroup op_norm, ffn_norm, q_norm, k_norm, rope, kv_write, attn_prefill, silu_mul;
+  kernels::AttentionDecode::Groups attn_decode;
+  kernels::ShortConv::Groups conv_decode, conv_prefill;
+  kernels::Bound mix_in_mv, mix_out_mv, gate_up_mv, down_mv;  // decode matvecs
+  kernels::MlpBound mlp;                                     // decode fused MLP (mlp_pair)
+};
+
+// The matrix-matrix bind groups for chunks of T tokens (each bind carries its token count).
+struct Lfm2Model::Chunk {
+  uint32_t T;
+  kernels::Bound embed;
+  std::vector<kernels::Bound> mix_in, mix_out, gate_up, down;
+  // mlp_pair: the fused MLP per token of the chunk (kquant is the down weight of the run).
+  std::vector<std::vector<kernels::MlpBound>> mlp;
+};
+
+namespace {
+uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
+}  // namespace
+
+Lfm2Model::Lfm2Model(const gpu::Device& device, gpu::KernelCache& kernels, const formats::LlmPack& pack,
+                     const ModelOptions& options)
+    : device_(device), kernels_(kernels), pack_(pack), options_(options) {
+  const auto& s = pack.shape();
+  const auto& rt = pack.runtime();
+  const uint32_t H = u32(s.hidden), F = u32(s.ffn), V = u32(s.vocab), D = u32(s.head_dim);
+  const uint32_t Q = u32(s.q_rows()), KV = u32(s.kv_rows()), QKV = u32(s.qkv_rows());
+  const uint32_t C = std::max<uint32_t>(1, options.prefill_chunk);
+  const float eps = static_cast<float>(s.eps());
+  if (s.conv_cache != 3) throw Error("convCache " + std::to_string(s.conv_cache) + " is not supported", "runtime.json shape", "ember's conv kernel has 3 taps");
+
+  choices_ = choose_kernels(pack, device);
+  const int64_t rope_rows = static_cast<int64_t>(pack.f32_section("rope.cos_ext").size() / (D / 2));
+  capacity_ = u32(std::min<int64_t>(rt.max_total_positions > 0 ? rt.max_total_positions : rope_rows, rope_rows));
+
+  weights_ = std::make_unique<Lfm2Weights>(device, pack, [&](uint64_t done, uint64_t total) {
+    if (!options_.quiet) std::fprintf(stderr, "\rloading weights %3.0f%% (%.1f MB)", 100.0 * done / total, total / 1e6);
+  });
+  if (!options_.quiet) std::fprintf(stderr, "\n");
+
+  // ---- kernel families ----
+  ops_ = std::make_unique<Ops>();
+  Ops& o = *ops_;
+  const bool sg = choices_.subgroups;
+  o.norm.emplace(kernels, kernels::RmsNormConfig{.cols = H, .eps = eps, .subgroups = sg});
+  o.q_norm.emplace(kernels, kernels::RmsNormConfig{.cols = D, .eps = eps, .heads = u32(s.heads), .token_stride = QKV, .offset = 0,
+                                                   .in_place = true, .subgroups = sg, .workgroup = 64});
+  o.k_norm.emplace(kernels, kernels::RmsNormConfig{.cols = D, .eps = eps, .heads = u32(s.kv_heads), .token_stride = QKV, .offset = Q,
+                                                   .in_place = true, .subgroups = sg, .workgroup = 64});
+  o.rope.emplace(kernels, kernels::RopeConfig{.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D, .q_stride = QKV,
+                                              .q_offset = 0, .k_stride = QKV, .k_offset = Q, .shared_qk = true});
+  o.kv_write.emplace(kernels, kernels::KvWriteConfig{.kv_heads = u32(s.kv_heads), .head_dim = D, .padding = choices_.padding,
+                                                     .k_stride = QKV, .k_offset = Q, .v_stride = QKV, .v_offset = Q + KV});
+  kernels::AttentionConfig ac{.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D, .padding = choices_.padding,
+                              .q_stride = QKV, .q_offset = 0, .subgroups = sg};
+  o.attn_decode.emplace(kernels, ac);
+  o.attn_prefill.emplace(kernels, ac);
+  o.conv_decode.emplace(kernels, kernels::ConvConfig{.hidden = H, .fused = true});
+  o.conv_prefill.emplace(kernels, kernels::ConvConfig{.hidden = H, .fused = false});
+  o.silu_mul.emplace(kernels, kernels::SiluMulConfig{.ffn = F});
+  o.embed.emplace(kernels, kernels::EmbedConfig{.rows = V, .cols = H, .asymmetric = weights_->has("embed.zero_points")});
+  if (choices_.mlp_pair)
+    o.mlp.emplace(kernels, kernels::MlpConfig{.hidden = H, .ffn = F, .slices = choices_.mlp_slices, .workgroup_size = choices_.mlp_workgroup});
+
+  struct MatShape {
+    const char* key;
+    uint32_t rows, cols;
+    OutputMode mode;
+    bool asymmetric;
+  };
+  const MatShape mats[] = {{"conv_in_proj", 3 * H, H, OutputMode::overwrite, false},
+                           {"conv_out_proj", H, H, OutputMode::accumulate, false},
+                           {"attn_qkv", QKV, H, OutputMode::overwrite, false},
+                           {"attn_o_proj", H, Q, OutputMode::accumulate, false},
+                           {"mlp_gate_up", 2 * F, H, OutputMode::overwrite, false},
+                           {"mlp_down", H, F, OutputMode::accumulate, false},
+                           {"head", V, H, OutputMode::overwrite, true}};
+  for (const auto& m : mats) {
+    const auto& mv = choices_.matvec_for(m.key);
+    o.matvec.emplace(m.key, kernels::MatvecQ4(kernels, kernels::MatvecConfig{.rows = m.rows, .cols = m.cols, .asymmetric = m.asymmetric,
+                                                                              .variant = mv.variant, .geometry = mv.geometry, .mode = m.mode}));
+    if (!m.asymmetric) o.matmul.emplace(m.key, kernels::MatmulQ4(kernels, kernels::MatmulConfig{.rows = m.rows, .cols = m.cols, .mode = m.mode}));
+  }
+
+  // ---- buffers ----
+  auto f32 = [&](uint64_t n, const char* label) { return device.create_storage(n * 4, label); };
+  x_ = f32(uint64_t(C) * H, "x");
+  h_ = f32(uint64_t(C) * H, "h");
+  bcx_ = f32(uint64_t(C) * 3 * H, "conv.bcx");
+  qkv_ = f32(uint64_t(C) * QKV, "attn.qkv");
+  conv_y_ = f32(uint64_t(C) * H, "conv.y");
+  attn_ = f32(uint64_t(C) * Q, "attn.out");
+  gu_ = f32(uint64_t(C) * 2 * F, "mlp.gate_up");
+  act_ = f32(uint64_t(C) * F, "mlp.act");
+  x_last_ = f32(H, "x.last");
+  h_last_ = f32(H, "h.last");
+  logits_ = f32(V, "logits");
+  chunk_ids_ = device.create_storage(uint64_t(C) * 4, "prefill.ids");
+  cur_id_ = device.create_storage(16, "decode.id");
+  tokens_ = device.create_storage(uint64_t(capacity_) * 4 + 16, "tokens");
+  step_ = kernels::create_step_buffer(device);
+
+  const auto& cos = weights_->section("rope.cos_ext");
+  const auto& sin = weights_->section("rope.sin_ext");
+  const uint64_t cache_bytes = uint64_t(capacity_) * u32(s.kv_heads) * (D + choices_.padding) * 4;
+  const int L = static_cast<int>(s.layers());
+  conv_state_.resize(L);
+  k_cache_.resize(L);
+  v_cache_.resize(L);
+  for (int i = 0; i < L; i++) {
+    Layer layer;
+    layer.type = s.layer_types[i];
+    layer.prefix = formats::layer_prefix(i);
+    const std::string& p = layer.prefix;
+    const bool attn = layer.type == LayerType::Attention;
+    const std::string mix = attn ? p + "attn." : p + "conv.";
+    layer.mix_in_key = attn ? "attn_qkv" : "conv_in_proj";
+    layer.mix_out_key = attn ? "attn_o_proj" : "conv_out_proj";
+    layer.mix_in = weights_->matrix(mix + (attn ? "qkv" : "in_proj"), attn ? QKV : 3 * H, H);
+    layer.mix_out = weights_->matrix(mix + (attn ? "o_proj" : "out_proj"), H, attn ? Q : H);
+    layer.gate_up = weights_->matrix(p + "mlp.gate_up", 2 * F, H);
+    layer.down = choices_.mlp_pair ? weights_->matrix(p + "mlp.down", F, H, /*kmajor=*/true) : weights_->matrix(p + "mlp.down", H, F);
+
+    const auto& op_norm_w = weights_->section(mix + (attn ? "qkv.norm" : "in_proj.norm"));
+    layer.op_norm = o.norm->bind({&x_}, {&op_norm_w}, {&h_});
+    layer.ffn_norm = o.norm->bind({&x_}, {&weights_->section(p + "mlp.gate_up.norm")}, {&h_});
+    layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, {&h_}, attn ? gpu::Binding{&qkv_} : gpu::Binding{&bcx_});
+    layer.mix_out_mv = o.matvec.at(layer.mix_out_key).bind(layer.mix_out, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, {&x_});
+    if (attn) {
+      k_cache_[i] = device.create_storage(cache_bytes, p + "k_cache");
+      v_cache_[i] = device.create_storage(cache_bytes, p + "v_cache");
+      layer.q_norm = o.q_norm->bind({&qkv_}, {&weights_->section(p + "attn.qkv.q_norm")});
+      layer.k_norm = o.k_norm->bind({&qkv_}, {&weights_->section(p + "attn.qkv.k_norm")});
+      layer.rope = o.rope->bind({&qkv_}, {nullptr}, {&cos}, {&sin}, {&step_});
+      layer.kv_write = o.kv_write->bind({&qkv_}, {&qkv_}, {&k_cache_[i]}, {&v_cache_[i]}, {&step_});
+      layer.attn_decode = o.attn_decode->bind({&qkv_}, {&k_cache_[i]}, {&v_cache_[i]}, {&attn_}, {&step_});
+      layer.attn_prefill = o.attn_prefill->bind({&qkv_}, {&k_cache_[i]}, {&v_cache_[i]}, {&attn_}, {&step_});
+    } else {
+      conv_state_[i] = device.create_storage(uint64_t(H) * 2 * 4, p + "conv_state");
+      const auto& taps = weights_->section(p + "conv.core.taps");
+      layer.conv_decode = o.conv_decode->bind({&bcx_}, {&taps}, {&conv_state_[i]}, {&conv_y_}, {&step_});
+      layer.conv_prefill = o.conv_prefill->bind({&bcx_}, {&taps}, {&conv_state_[i]}, {&conv_y_}, {&step_});
+    }
+    if (choices_.mlp_pair) {
+      layer.mlp = o.mlp->bind(layer.gate_up, layer.down, {&h_, 0, uint64_t(H) * 4}, {&x_, 0, uint64_t(H) * 4});
+    } else {
+      layer.gate_up_mv = o.matvec.at("mlp_gate_up").bind(layer.gate_up, {&h_}, {&gu_});
+      layer.silu_mul = o.silu_mul->bind({&gu_}, {&act_});
+      layer.down_mv = o.matvec.at("mlp_down").bind(layer.down, {&act_}, {&x_});
+    }
+    layers_.push_back(std::move(layer));
+  }
+  head_norm_ = o.norm->bind({&x_last_}, {&weights_->section("head.norm")}, {&h_last_});
+  head_mv_ = o.matvec.at("head").bind(weights_->matrix("head", V, H), {&h_last_}, {&logits_});
+  decode_embed_ = o.embed->bind(weights_->matrix("embed", V, H), {&cur_id_, 0, 4}, {&x_}, 1);
+  device.check("building the LFM2 graph");
+}
+
+Lfm2Model::~Lfm2Model() = default;
+
+uint64_t Lfm2Model::decode_weight_bytes() const {
+  const auto& s = shape();
+  uint64_t bytes = 0;
+  for (const auto& m : formats::llm_matrices(s)) {
+    uint64_t blocks = uint64_t(m.rows) * m.cols / 32;
+    bytes += uint64_t(m.rows) * m.cols / 2 + blocks * 4 + (m.asymmetric ? blocks / 2 : 0);
+  }
+  return bytes + uint64_t(s.hidden) * 4 * (2 * s.layers() + 1);
+}
+
+void Lfm2Model::reset() {
+  position_ = 0;
+  clear_state_ = true;
+}
+
+void Lfm2Model::upload_step(uint32_t start, uint32_t rows) const {
+  kernels::upload_step(device_, step_, kernels::StepParams{.start = start, .rows = rows});
+}
+
+const Lfm2Model::Chunk& Lfm2Model::chunk_for(uint32_t T) {
+  auto it = chunks_.find(T);
+  if (it != chunks_.end()) return *it->second;
+  const Ops& o = *ops_;
+  const uint32_t H = u32(shape().hidden);
+  auto c = std::make_unique<Chunk>();
+  c->T = T;
+  c->embed = o.embed->bind(weights_->matrix("embed", vocab(), H), {&chunk_ids_}, {&x_}, T);
+  for (const Layer& l : layers_) {
+    const bool attn = l.type == LayerType::Attention;
+    c->mix_in.push_back(o.matmul.at(l.mix_in_key).bind(l.mix_in, {&h_}, attn ? gpu::Binding{&qkv_} : gpu::Binding{&bcx_}, T));
+    c->mix_out.push_back(o.matmul.at(l.mix_out_key).bind(l.mix_out, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, {&x_}, T));
+    if (choices_.mlp_pair) {
+      std::vector<kernels::MlpBound> per_token;
+      for (uint32_t t = 0; t < T; t++)
+        per_token.push_back(o.mlp->bind(l.gate_up, l.down, {&h_, uint64_t(t) * H * 4, uint64_t(H) * 4}, {&x_, uint64_t(t) * H * 4, uint64_t(H) * 4}));
+      c->mlp.push_back(std::move(per_token));
+    } else {
+      c->gate_up.push_back(o.matmul.at("mlp_gate_up").bind(l.gate_up, {&h_}, {&gu_}, T));
+      c->down.push_back(o.matmul.at("mlp_down").bind(l.down, {&act_}, {&x_}, T));
+    }
+  }
+  return *chunks_.emplace(T, std::move(c)).first->second;
+}
+
+void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk) {
+  const Ops& o = *ops_;
+  const bool decode = chunk == nullptr;
+  if (clear_state_) {
+    for (const auto& b : conv_state_)
+      if (b) rec.clear(b);
+    clear_state_ = false;
+  }
+  for (size_t i = 0; i < layers_.size(); i++) {
+    const Layer& l = layers_[i];
+    o.norm->record(rec, l.op_norm, T);
+    if (decode) o.matvec.at(l.mix_in_key).record(rec, l.mix_in_mv);
+    else o.matmul.at(l.mix_in_key).record(rec, chunk->mix_in[i]);
+    if (l.type == LayerType::Attention) {
+      o.q_norm->record(rec, l.q_norm, T);
+      o.k_norm->record(rec, l.k_norm, T);
+      o.rope->record(rec, l.rope, T);
+      o.kv_write->record(rec, l.kv_write, T);
+      if (decode) o.attn_decode->record(rec, l.attn_decode, choices_.blocks_for(position_ + 1));
+      else o.attn_prefill->record(rec, l.attn_prefill, T);
+    } else {
+      if (decode) o.conv_decode->record(rec, l.conv_decode, T);
+      else o.conv_prefill->record(rec, l.conv_prefill, T);
+    }
+    if (decode) o.matvec.at(l.mix_out_key).record(rec, l.mix_out_mv);
+    else o.matmul.at(l.mix_out_key).record(rec, chunk->mix_out[i]);
+
+    o.norm->record(rec, l.ffn_norm, T);
+    if (choices_.mlp_pair) {
+      if (decode) o.mlp->record(rec, l.mlp);
+      else
+        for (const auto& b : chunk->mlp[i]) o.mlp->record(rec, b);
+    } else {
+      if (decode) o.matvec.at("mlp_gate_up").record(rec, l.gate_up_mv);
+      else o.matmul.at("mlp_gate_up").record(rec, chunk->gate_up[i]);
+      o.silu_mul->record(rec, l.silu_mul, T);
+      if (decode) o.matvec.at("mlp_down").record(rec, l.down_mv);
+      else o.matmul.at("mlp_down").record(rec, chunk->down[i]);
+    }
+  }
+}
+
+void Lfm2Model::record_head(gpu::Recorder& rec, uint32_t T) {
+  // Only the last token's logits are needed: its row goes through the final norm and the head.
+  const uint32_t H = u32(shape().hidden);
+  rec.copy(x_, uint64_t(T - 1) * H * 4, x_last_, 0, uint64_t(H) * 4);
+  ops_->norm->record(rec, head_norm_, 1);
+  ops_->matvec.at("head").record(rec, head_mv_);
+}
+
+void Lfm2Model::prefill(std::span<const uint32_t> ids, gpu::Profiler* profiler) {
+  if (ids.empty()) return;
+  if (position_ + ids.size() > capacity_)
+    throw Error("the prompt needs " + std::to_string(position_ + ids.size()) + " positions but the model holds " +
+                    std::to_string(capacity_) + " (maxTotalPositions)",
+                "prefill", "shorten the prompt");
+  for (uint32_t id : ids)
+    if (id >= vocab()) throw Error("token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(vocab()), "prefill");
+  const uint32_t C = std::max<uint32_t>(1, options_.prefill_chunk);
+  for (size_t s = 0; s < ids.size(); s += C) {
+    const uint32_t T = static_cast<uint32_t>(std::min<size_t>(C, ids.size() - s));
+    const Chunk& chunk = chunk_for(T);
+    auto part = ids.subspan(s, T);
+    device_.upload(chunk_ids_, part);
+    device_.upload(tokens_, part, uint64_t(position_) * 4);
+    upload_step(position_, T);
+    gpu::Recorder rec(device_, profiler);
+    ops_->embed->record(rec, chunk.embed);
+    record_layers(rec, T, &chunk);
+    if (s + T == ids.size()) record_head(rec, T);
+    rec.submit();
+    position_ += T;
+  }
+}
+
+void Lfm2Model::record_decode(gpu::Recorder& rec) {
+  if (position_ >= capacity_)
+    throw Error("the context is full (" + std::to_string(capacity_) + " positions)", "decode",
+                "start a new conversation or use a pack with a larger maxTotalPositions");
+  const size_t before = rec.dispatches();
+  upload_step(position_, 1);
+  rec.copy(tokens_, uint64_t(position_) * 4, cur_id_, 0, 4);
+  ops_->embed->record(rec, decode_embed_);
+  record_layers(rec, 1, nullptr);
+  record_head(rec, 1);
+  position_++;
+  decode_dispatches_ = rec.dispatches() - before;
+}
+
+}  // namespace ember::llm

@@ -1,0 +1,96 @@
+// The LFM2 model on the GPU: a pack's weights, the caches of one sequence, and the graph of one
+// step (transformers' Lfm2ForCausalLM, DESIGN.md), built from kernel families that know nothing
+// of models. Decode runs one token per submit with matvec kernels; prefill runs chunks of the
+// prompt with matrix-matrix kernels. Token ids live on the GPU (tokens()): decode embeds the id
+// the sampler wrote there, so no CPU round trip sits between two tokens.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "formats/llm_pack.h"
+#include "gpu/kernel.h"
+#include "gpu/profiler.h"
+#include "gpu/recorder.h"
+#include "llm/kernel_choice.h"
+#include "llm/lfm2_weights.h"
+
+namespace ember::llm {
+
+struct ModelOptions {
+  uint32_t prefill_chunk = 256;  // tokens per prefill submit (bounds activation memory)
+  bool quiet = false;            // no loading progress on stderr
+};
+
+class Lfm2Model {
+ public:
+  Lfm2Model(const gpu::Device& device, gpu::KernelCache& kernels, const formats::LlmPack& pack, const ModelOptions& options = {});
+  ~Lfm2Model();
+  Lfm2Model(const Lfm2Model&) = delete;
+  Lfm2Model& operator=(const Lfm2Model&) = delete;
+
+  const formats::LlmShape& shape() const { return pack_.shape(); }
+  const KernelChoices& choices() const { return choices_; }
+  uint32_t vocab() const { return static_cast<uint32_t>(shape().vocab); }
+  // Positions one sequence can hold (prompt plus generated): the pack's maxTotalPositions,
+  // bounded by the rope table.
+  uint32_t capacity() const { return capacity_; }
+  uint32_t position() const { return position_; }
+
+  // Starts a new sequence: position 0, conv states zeroed (at the next step).
+  void reset();
+
+  // Runs `ids` from the current position (chunked, one submit per chunk); the logits of the last
+  // one are then in logits(). Also stores the ids in tokens(). Does not wait for the GPU.
+  void prefill(std::span<const uint32_t> ids, gpu::Profiler* profiler = nullptr);
+
+  // Records one decode step for the token at tokens()[position()] into `rec`, which the caller
+  // submits before recording the next step. Leaves the logits in logits(); advances position().
+  void record_decode(gpu::Recorder& rec);
+
+  const gpu::Buffer& logits() const { return logits_; }  // f32 [vocab]
+  const gpu::Buffer& tokens() const { return tokens_; }  // u32 [capacity]: the sequence's ids
+  const gpu::Device& device() const { return device_; }
+  gpu::KernelCache& kernels() const { return kernels_; }
+
+  // Dispatches one decode step records (for benchmarks and floors).
+  size_t decode_dispatches() const { return decode_dispatches_; }
+  // Weight bytes one decode step reads (every matrix once, the head, norms).
+  uint64_t decode_weight_bytes() const;
+
+ private:
+  struct Ops;
+  struct Layer;
+  struct Chunk;  // bind groups of the T-dependent (matrix-matrix) kernels for one chunk size T
+
+  void upload_step(uint32_t start, uint32_t rows) const;
+  void record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk);
+  void record_head(gpu::Recorder& rec, uint32_t T);
+  const Chunk& chunk_for(uint32_t T);
+
+  const gpu::Device& device_;
+  gpu::KernelCache& kernels_;
+  const formats::LlmPack& pack_;
+  ModelOptions options_;
+  KernelChoices choices_;
+  std::unique_ptr<Lfm2Weights> weights_;
+  std::unique_ptr<Ops> ops_;
+  std::vector<Layer> layers_;
+  std::map<uint32_t, std::unique_ptr<Chunk>> chunks_;
+
+  uint32_t capacity_ = 0, position_ = 0;
+  bool clear_state_ = true;
+  size_t decode_dispatches_ = 0;
+
+  // Activations, [prefill_chunk] rows each (decode uses row 0).
+  gpu::Buffer x_, h_, bcx_, qkv_, conv_y_, attn_, gu_, act_, x_last_, h_last_, chunk_ids_, cur_id_;
+  gpu::BindGroup head_norm_;
+  kernels::Bound head_mv_, decode_embed_;
+  gpu::Buffer logits_, tokens_, step_;
+  std::vector<gpu::Buffer> conv_state_, k_cache_, v_cache_;  // per layer (empty where unused)
+};
+
+}  // namespace ember::llm

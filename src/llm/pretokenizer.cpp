@@ -1,0 +1,167 @@
+#include "llm/pretokenizer.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "common/error.h"
+#include "llm/byte_level.h"
+#include "llm/regex.h"
+
+namespace ember::llm {
+
+namespace {
+
+PreTokenizer::Behavior parse_behavior(const std::string& name, const std::string& where) {
+  using B = PreTokenizer::Behavior;
+  if (name == "Removed") return B::Removed;
+  if (name == "Isolated") return B::Isolated;
+  if (name == "MergedWithPrevious") return B::MergedWithPrevious;
+  if (name == "MergedWithNext") return B::MergedWithNext;
+  if (name == "Contiguous") return B::Contiguous;
+  throw Error("unknown Split behavior \"" + name + "\"", where,
+              "use Removed, Isolated, MergedWithPrevious, MergedWithNext or Contiguous");
+}
+
+struct Segment {
+  size_t start, end;
+  bool is_match;
+};
+
+}  // namespace
+
+PreTokenizer::PreTokenizer() = default;
+PreTokenizer::~PreTokenizer() = default;
+PreTokenizer::PreTokenizer(PreTokenizer&&) noexcept = default;
+PreTokenizer& PreTokenizer::operator=(PreTokenizer&&) noexcept = default;
+
+PreTokenizer PreTokenizer::from_json(const nlohmann::json& spec, const std::string& where) {
+  PreTokenizer p;
+  if (!spec.is_null()) p.add(spec, where);
+  return p;
+}
+
+void PreTokenizer::add(const nlohmann::json& spec, const std::string& where) {
+  std::string type = spec.value("type", "");
+  if (type == "Sequence") {
+    const auto& list = spec.at("pretokenizers");
+    for (size_t i = 0; i < list.size(); i++) add(list[i], where + ".pretokenizers[" + std::to_string(i) + "]");
+  } else if (type == "Split") {
+    Step s{Kind::Split};
+    const auto& pattern = spec.at("pattern");
+    if (pattern.contains("String")) {
+      s.literal = pattern["String"].get<std::string>();
+      if (s.literal.empty()) throw Error("Split has an empty string pattern", where, "give a non-empty pattern");
+    } else if (pattern.contains("Regex")) {
+      s.regex = std::make_shared<Regex>(pattern["Regex"].get<std::string>(), where + ".pattern.Regex");
+    } else {
+      throw Error("Split pattern is neither {\"String\": ...} nor {\"Regex\": ...}", where + ".pattern");
+    }
+    s.behavior = parse_behavior(spec.value("behavior", "Isolated"), where + ".behavior");
+    s.invert = spec.value("invert", false);
+    steps_.push_back(std::move(s));
+  } else if (type == "ByteLevel") {
+    Step s{Kind::ByteLevel};
+    s.add_prefix_space = spec.value("add_prefix_space", true);
+    if (spec.value("use_regex", true)) s.regex = std::make_shared<Regex>(byte_level::kGpt2Pattern, where);
+    steps_.push_back(std::move(s));
+  } else if (type == "Digits") {
+    // Upstream splits on numeric characters: one piece per digit, or per run of digits.
+    Step s{Kind::Split};
+    s.regex = std::make_shared<Regex>("\\p{N}", where);
+    s.behavior = spec.value("individual_digits", false) ? Behavior::Isolated : Behavior::Contiguous;
+    steps_.push_back(std::move(s));
+  } else {
+    throw Error("unsupported pre_tokenizer type \"" + type + "\"", where,
+                "ember supports Split, ByteLevel, Digits and Sequence of them");
+  }
+}
+
+void PreTokenizer::split(const Step& step, std::string_view piece, std::vector<std::string>& out) {
+  // Matches and the text between them, covering the whole piece.
+  std::vector<Segment> segs;
+  size_t prev = 0;
+  auto on_match = [&](size_t a, size_t b) {
+    if (a != prev) segs.push_back({prev, a, false});
+    segs.push_back({a, b, true});
+    prev = b;
+  };
+  if (step.regex) {
+    step.regex->find_all(piece, on_match);
+  } else {
+    for (size_t hit; (hit = piece.find(step.literal, prev)) != std::string_view::npos;) on_match(hit, hit + step.literal.size());
+  }
+  if (prev != piece.size()) segs.push_back({prev, piece.size(), false});
+  if (step.invert)
+    for (auto& s : segs) s.is_match = !s.is_match;
+
+  // Combine segments as the behaviour says; `keep` false marks a removed delimiter.
+  std::vector<std::pair<Segment, bool>> parts;
+  bool previous_match = false;
+  switch (step.behavior) {
+    case Behavior::Removed:
+      for (const auto& s : segs) parts.push_back({s, !s.is_match});
+      break;
+    case Behavior::Isolated:
+      for (const auto& s : segs) parts.push_back({s, true});
+      break;
+    case Behavior::Contiguous:
+      for (const auto& s : segs) {
+        if (s.is_match == previous_match && !parts.empty()) parts.back().first.end = s.end;
+        else parts.push_back({s, true});
+        previous_match = s.is_match;
+      }
+      break;
+    case Behavior::MergedWithPrevious:
+      for (const auto& s : segs) {
+        if (s.is_match && !previous_match && !parts.empty()) parts.back().first.end = s.end;
+        else parts.push_back({s, true});
+        previous_match = s.is_match;
+      }
+      break;
+    case Behavior::MergedWithNext:
+      for (size_t i = segs.size(); i-- > 0;) {
+        const auto& s = segs[i];
+        if (s.is_match && !previous_match && !parts.empty()) parts.back().first.start = s.start;
+        else parts.push_back({s, true});
+        previous_match = s.is_match;
+      }
+      std::reverse(parts.begin(), parts.end());
+      break;
+  }
+  for (const auto& [s, keep] : parts)
+    if (keep && s.end > s.start) out.emplace_back(piece.substr(s.start, s.end - s.start));
+}
+
+void PreTokenizer::run(std::string_view text, std::vector<std::string>& words) const {
+  std::vector<std::string> pieces{std::string(text)}, next;
+  for (const auto& step : steps_) {
+    next.clear();
+    for (auto& piece : pieces) {
+      if (piece.empty()) continue;
+      if (step.kind == Kind::Split) {
+        split(step, piece, next);
+        continue;
+      }
+      // ByteLevel: a prefix space per piece, the GPT-2 split, then the byte alphabet.
+      if (step.add_prefix_space && piece[0] != ' ') piece.insert(piece.begin(), ' ');
+      size_t first = next.size();
+      if (step.regex) {
+        Step isolated{Kind::Split, step.regex};
+        split(isolated, piece, next);
+      } else {
+        next.push_back(piece);
+      }
+      for (size_t i = first; i < next.size(); i++) {
+        std::string mapped;
+        mapped.reserve(next[i].size() * 2);
+        byte_level::encode(next[i], mapped);
+        next[i] = std::move(mapped);
+      }
+    }
+    pieces.swap(next);
+  }
+  for (auto& p : pieces)
+    if (!p.empty()) words.push_back(std::move(p));
+}
+
+}  // namespace ember::llm

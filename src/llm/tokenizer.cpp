@@ -1,0 +1,189 @@
+#include "llm/tokenizer.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "llm/added_vocab.h"
+#include "llm/bpe.h"
+#include "llm/decoder.h"
+#include "llm/normalizer.h"
+#include "llm/pretokenizer.h"
+#include "llm/utf8.h"
+
+namespace ember::llm {
+
+struct Tokenizer::Impl {
+  std::string origin;
+  Normalizer normalizer;
+  PreTokenizer pre_tokenizer;
+  BpeModel model;
+  AddedVocabulary added;
+  Decoder decoder;
+  // What the post-processor puts around one sequence when special tokens are asked for.
+  std::vector<uint32_t> prefix, suffix;
+
+  void load_post_processor(const nlohmann::json& spec, const std::string& where);
+  const std::string& token_text(uint32_t id) const;
+  std::string decode(const std::vector<uint32_t>& ids, bool skip_special, bool raw_byte_runs) const;
+};
+
+namespace {
+
+uint32_t special_id(const nlohmann::json& entry, const std::string& where) {
+  // Roberta/Bert give [token, id].
+  if (!entry.is_array() || entry.size() != 2 || !entry[1].is_number_unsigned()) throw Error("expected [token, id]", where);
+  return entry[1].get<uint32_t>();
+}
+
+}  // namespace
+
+void Tokenizer::Impl::load_post_processor(const nlohmann::json& spec, const std::string& where) {
+  if (spec.is_null()) return;
+  std::string type = spec.value("type", "");
+  if (type == "ByteLevel") return;  // only changes offsets, which ember does not report
+  if (type == "Sequence") {
+    const auto& list = spec.at("processors");
+    for (size_t i = 0; i < list.size(); i++) load_post_processor(list[i], where + ".processors[" + std::to_string(i) + "]");
+    return;
+  }
+  if (type == "RobertaProcessing" || type == "BertProcessing") {
+    prefix.push_back(special_id(spec.at("cls"), where + ".cls"));
+    suffix.insert(suffix.begin(), special_id(spec.at("sep"), where + ".sep"));
+    return;
+  }
+  if (type != "TemplateProcessing")
+    throw Error("unsupported post_processor type \"" + type + "\"", where,
+                "ember supports TemplateProcessing, RobertaProcessing, BertProcessing, ByteLevel and Sequence of them");
+  const auto& single = spec.at("single");
+  const auto& specials = spec.value("special_tokens", nlohmann::json::object());
+  bool after_sequence = false;
+  for (size_t i = 0; i < single.size(); i++) {
+    const auto& item = single[i];
+    std::string at = where + ".single[" + std::to_string(i) + "]";
+    if (item.contains("Sequence")) {
+      if (item["Sequence"].value("id", "A") != "A") throw Error("a single-sequence template refers to sequence B", at);
+      after_sequence = true;
+      continue;
+    }
+    if (!item.contains("SpecialToken")) throw Error("template item is neither Sequence nor SpecialToken", at);
+    std::string name = item["SpecialToken"].at("id").get<std::string>();
+    if (!specials.contains(name)) throw Error("template special token \"" + name + "\" is not in special_tokens", at);
+    std::vector<uint32_t> ids = specials[name].at("ids").get<std::vector<uint32_t>>();
+    auto& target = after_sequence ? suffix : prefix;
+    target.insert(target.end(), ids.begin(), ids.end());
+  }
+}
+
+const std::string& Tokenizer::Impl::token_text(uint32_t id) const {
+  if (const AddedToken* t = added.by_id(id)) return t->content;
+  if (const std::string* s = model.token_of(id)) return *s;
+  throw Error("token id " + std::to_string(id) + " is not in the vocabulary (ids go up to " +
+                  std::to_string(std::max(model.id_limit(), added.id_limit())) + ")",
+              origin, "decode only ids this tokenizer produced");
+}
+
+Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+Tokenizer::~Tokenizer() = default;
+
+Tokenizer Tokenizer::from_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open tokenizer file", path, "pass the path of a Hugging Face tokenizer.json");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return from_json_text(buffer.str(), path);
+}
+
+Tokenizer Tokenizer::from_json_text(std::string_view text, const std::string& origin) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("not valid JSON: ") + e.what(), origin, "pass a Hugging Face tokenizer.json");
+  }
+  if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
+    throw Error("no \"model\" object", origin, "pass a Hugging Face tokenizer.json");
+  const auto& model = j["model"];
+  std::string type = model.value("type", model.contains("merges") ? "BPE" : "");
+  if (type != "BPE")
+    throw Error("unsupported tokenizer model type \"" + type + "\"", origin + ": model.type",
+                "ember implements the BPE model only (not WordPiece, WordLevel or Unigram)");
+  auto impl = std::make_unique<Impl>();
+  impl->origin = origin;
+  try {
+    auto field = [&](const char* key) { return j.contains(key) ? j[key] : nlohmann::json(); };
+    impl->normalizer = Normalizer::from_json(field("normalizer"), origin + ": normalizer");
+    impl->pre_tokenizer = PreTokenizer::from_json(field("pre_tokenizer"), origin + ": pre_tokenizer");
+    impl->model = BpeModel::from_json(model, origin + ": model");
+    impl->added = AddedVocabulary::from_json(field("added_tokens"), impl->normalizer, origin + ": added_tokens");
+    impl->decoder = Decoder::from_json(field("decoder"), origin + ": decoder");
+    impl->load_post_processor(field("post_processor"), origin + ": post_processor");
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("malformed field: ") + e.what(), origin, "pass a Hugging Face tokenizer.json");
+  }
+  return Tokenizer(std::move(impl));
+}
+
+std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+  size_t bad = utf8::first_invalid(text);
+  if (bad != std::string_view::npos)
+    throw Error("text is not valid UTF-8 at byte " + std::to_string(bad), "tokenizer input", "pass UTF-8 text");
+  std::vector<uint32_t> ids;
+  if (add_special_tokens) ids = impl_->prefix;
+  std::vector<std::string> words;
+  for (const auto& seg : impl_->added.split(text, impl_->normalizer)) {
+    if (seg.id) {
+      ids.push_back(*seg.id);
+      continue;
+    }
+    words.clear();
+    impl_->pre_tokenizer.run(seg.text, words);
+    for (const auto& w : words) impl_->model.tokenize(w, ids);
+  }
+  if (add_special_tokens) ids.insert(ids.end(), impl_->suffix.begin(), impl_->suffix.end());
+  return ids;
+}
+
+std::string Tokenizer::Impl::decode(const std::vector<uint32_t>& ids, bool skip_special, bool raw_byte_runs) const {
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
+  for (uint32_t id : ids) {
+    const std::string& t = token_text(id);
+    const AddedToken* a = added.by_id(id);
+    if (skip_special && a && a->special) continue;
+    tokens.push_back(t);
+  }
+  return decoder.decode(std::move(tokens), raw_byte_runs);
+}
+
+std::string Tokenizer::decode_bytes(const std::vector<uint32_t>& ids, bool skip_special_tokens) const {
+  return impl_->decode(ids, skip_special_tokens, true);
+}
+
+std::string Tokenizer::decode(const std::vector<uint32_t>& ids, bool skip_special_tokens) const {
+  return utf8::lossy(impl_->decode(ids, skip_special_tokens, false));
+}
+
+std::optional<uint32_t> Tokenizer::token_to_id(std::string_view token) const {
+  if (const AddedToken* t = impl_->added.by_content(token)) return t->id;
+  return impl_->model.id_of(token);
+}
+
+std::optional<std::string> Tokenizer::id_to_token(uint32_t id) const {
+  if (const AddedToken* t = impl_->added.by_id(id)) return t->content;
+  if (const std::string* s = impl_->model.token_of(id)) return *s;
+  return std::nullopt;
+}
+
+bool Tokenizer::is_special(uint32_t id) const {
+  const AddedToken* t = impl_->added.by_id(id);
+  return t && t->special;
+}
+
+size_t Tokenizer::vocab_size() const { return std::max(impl_->model.id_limit(), impl_->added.id_limit()); }
+
+}  // namespace ember::llm

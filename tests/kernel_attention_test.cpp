@@ -1,0 +1,126 @@
+// Attention kernels (flash-decoding with its combine, tiled causal prefill) against the CPU
+// reference. Cache rows past the attended range hold poison, so reading them fails the test.
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "kernel_test_util.h"
+#include "kernels/attention.h"
+#include "kernels/step.h"
+#include "reference/llm_ops_reference.h"
+
+using namespace ember;
+using test::test_device;
+using test::test_kernels;
+
+namespace {
+
+struct Cache {
+  std::vector<float> k, v;
+};
+
+// Random rows for positions < valid, poison beyond.
+Cache make_cache(uint32_t positions, uint32_t valid, uint32_t KV, uint32_t row, uint32_t seed) {
+  Cache c{test::random_floats(size_t(positions) * KV * row, seed, 1.5f), test::random_floats(size_t(positions) * KV * row, seed + 1)};
+  for (size_t e = size_t(valid) * KV * row; e < c.k.size(); e++) c.k[e] = c.v[e] = test::kPoison;
+  return c;
+}
+
+}  // namespace
+
+class AttentionDecodeTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(AttentionDecodeTest, MatchesReferenceForLengthsAndBlockCounts) {
+  const bool subgroups = GetParam();
+  if (subgroups && !test_device().has_subgroups()) GTEST_SKIP() << "no subgroups";
+  auto& dev = test_device();
+  const uint32_t H = 4, KV = 2, positions = 1000;
+  for (auto [d, padding] : std::vector<std::pair<uint32_t, uint32_t>>{{64, 0}, {32, 3}}) {
+    const uint32_t row = d + padding;
+    kernels::AttentionDecode attn(test_kernels(), {.heads = H, .kv_heads = KV, .head_dim = d, .padding = padding,
+                                                   .subgroups = subgroups, .max_blocks = 16});
+    auto step = kernels::create_step_buffer(dev);
+    for (uint32_t L : {1u, 7u, 100u, 1000u}) {
+      Cache c = make_cache(positions, L, KV, row, L + d);
+      auto q = test::random_floats(size_t(H) * d, L * 3 + d, 1.5f);
+      auto qb = test::buffer_from(q, "q"), kb = test::buffer_from(c.k, "k cache"), vb = test::buffer_from(c.v, "v cache");
+      auto ref = reference::attention(q, c.k, c.v, 1, H, KV, d, row, L - 1);
+      kernels::upload_step(dev, step, {.start = L - 1, .rows = 1});
+      for (uint32_t blocks : {1u, 4u, 16u}) {
+        auto out = test::poisoned(size_t(H) * d, "out");
+        auto g = attn.bind({&qb}, {&kb}, {&vb}, {&out}, {&step});
+        gpu::Recorder rec(dev);
+        attn.record(rec, g, blocks);
+        rec.submit();
+        EXPECT_LT(test::rel_l2(test::read_floats(out, ref.size()), ref), test::kF32Tolerance)
+            << "d " << d << " L " << L << " blocks " << blocks;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, AttentionDecodeTest, ::testing::Bool(),
+                         [](const auto& info) { return std::string(info.param ? "subgroup" : "shared"); });
+
+TEST(AttentionDecode, ReadsQueriesInsideFusedQkv) {
+  auto& dev = test_device();
+  const uint32_t H = 4, KV = 2, d = 32, L = 9, stride = (H + 2 * KV) * d;
+  Cache c = make_cache(16, L, KV, d, 3);
+  auto qkv = test::random_floats(stride, 4);
+  std::vector<float> q(qkv.begin(), qkv.begin() + H * d);
+  auto qb = test::buffer_from(qkv, "qkv"), kb = test::buffer_from(c.k, "k"), vb = test::buffer_from(c.v, "v");
+  auto out = test::poisoned(H * d, "out");
+  auto step = kernels::create_step_buffer(dev);
+  kernels::upload_step(dev, step, {.start = L - 1, .rows = 1});
+  kernels::AttentionDecode attn(test_kernels(), {.heads = H, .kv_heads = KV, .head_dim = d, .q_stride = stride});
+  auto g = attn.bind({&qb}, {&kb}, {&vb}, {&out}, {&step});
+  gpu::Recorder rec(dev);
+  attn.record(rec, g, 4);
+  rec.submit();
+  auto ref = reference::attention(q, c.k, c.v, 1, H, KV, d, d, L - 1);
+  EXPECT_LT(test::rel_l2(test::read_floats(out, ref.size()), ref), test::kF32Tolerance);
+  EXPECT_THROW(attn.record(rec, g, 65), Error);
+}
+
+TEST(AttentionPrefill, CausalMatchesReferenceForTokenCountsAndStarts) {
+  auto& dev = test_device();
+  const uint32_t H = 4, KV = 2, positions = 128;
+  for (auto [d, padding] : std::vector<std::pair<uint32_t, uint32_t>>{{64, 0}, {32, 3}}) {
+    const uint32_t row = d + padding;
+    kernels::AttentionPrefill attn(test_kernels(), {.heads = H, .kv_heads = KV, .head_dim = d, .padding = padding});
+    auto step = kernels::create_step_buffer(dev);
+    for (uint32_t T : {1u, 5u, 20u, 70u})
+      for (uint32_t start : {0u, 13u}) {
+        Cache c = make_cache(positions, start + T, KV, row, T + start + d);
+        auto q = test::random_floats(size_t(T) * H * d, T * 5 + start, 1.5f);
+        auto qb = test::buffer_from(q, "q"), kb = test::buffer_from(c.k, "k"), vb = test::buffer_from(c.v, "v");
+        auto out = test::poisoned(q.size(), "out");
+        kernels::upload_step(dev, step, {.start = start, .rows = T});
+        auto g = attn.bind({&qb}, {&kb}, {&vb}, {&out}, {&step});
+        gpu::Recorder rec(dev);
+        attn.record(rec, g, T);
+        rec.submit();
+        auto ref = reference::attention(q, c.k, c.v, T, H, KV, d, row, start);
+        EXPECT_LT(test::rel_l2(test::read_floats(out, ref.size()), ref), test::kF32Tolerance)
+            << "d " << d << " T " << T << " start " << start;
+      }
+  }
+}
+
+TEST(AttentionPrefill, SmallTilesAndWideWorkgroup) {
+  auto& dev = test_device();
+  const uint32_t H = 4, KV = 1, d = 64, T = 11, start = 4;
+  kernels::AttentionPrefill attn(test_kernels(), {.heads = H, .kv_heads = KV, .head_dim = d, .workgroup = 128,
+                                                  .query_tile = 4, .key_tile = 8});
+  Cache c = make_cache(32, start + T, KV, d, 77);
+  auto q = test::random_floats(size_t(T) * H * d, 78);
+  auto qb = test::buffer_from(q, "q"), kb = test::buffer_from(c.k, "k"), vb = test::buffer_from(c.v, "v");
+  auto out = test::poisoned(q.size(), "out");
+  auto step = kernels::create_step_buffer(dev);
+  kernels::upload_step(dev, step, {.start = start, .rows = T});
+  auto g = attn.bind({&qb}, {&kb}, {&vb}, {&out}, {&step});
+  gpu::Recorder rec(dev);
+  attn.record(rec, g, T);
+  rec.submit();
+  auto ref = reference::attention(q, c.k, c.v, T, H, KV, d, d, start);
+  EXPECT_LT(test::rel_l2(test::read_floats(out, ref.size()), ref), test::kF32Tolerance);
+}

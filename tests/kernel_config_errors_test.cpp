@@ -1,0 +1,48 @@
+// Bad kernel configurations are clear ember::Errors before anything reaches the GPU.
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "gpu_fixture.h"
+#include "kernels/attention.h"
+#include "kernels/conv.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/sampler.h"
+
+using namespace ember;
+using test::test_kernels;
+
+namespace {
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(KernelConfigErrors, NameTheKernelAndTheProblem) {
+  auto& k = test_kernels();
+  EXPECT_NE(error_of([&] { kernels::RmsNorm(k, {.cols = 64, .workgroup = 96}); }).find("RmsNorm"), std::string::npos);
+  EXPECT_NE(error_of([&] { kernels::RmsNorm(k, {.cols = 0}); }).find("cols"), std::string::npos);
+  EXPECT_NE(error_of([&] { kernels::Rope(k, {.heads = 4, .kv_heads = 2, .head_dim = 33}); }).find("even"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { kernels::AttentionDecode(k, {.heads = 6, .kv_heads = 4, .head_dim = 64}); })
+                .find("multiple of kv_heads"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { kernels::AttentionPrefill(k, {.heads = 4, .kv_heads = 2, .head_dim = 256,
+                                                         .query_tile = 32, .key_tile = 32}); })
+                .find("workgroup memory"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { kernels::ShortConv(k, {.hidden = 64, .in_stride = 100}); }).find("in_stride"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { kernels::Sampler(k, {.vocab = 100, .partials = 4, .max_top_k = 64, .sort_size = 64}); })
+                .find("sort_size"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { kernels::Sampler(k, {.vocab = 10, .partials = 16}); }).find("partials"), std::string::npos);
+}

@@ -1,0 +1,141 @@
+// The whole LFM2 model on the GPU against the CPU reference forward (tests/reference), on packs
+// made by the real synthesizer and packer: prompt logits, decode logits, greedy tokens, the
+// prefill/decode agreement and every kernel choice the candidate format allows.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "gpu_fixture.h"
+#include "lfm2_test_pack.h"
+#include "llm/lfm2_model.h"
+
+using namespace ember;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kLogitTolerance = 1e-3;  // issue 4: GPU vs reference logits, rel L2
+
+std::vector<uint32_t> prompt_ids(uint32_t vocab, size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint32_t> ids(n);
+  for (auto& id : ids) id = rng() % vocab;
+  return ids;
+}
+
+uint32_t argmax(const std::vector<float>& v) { return static_cast<uint32_t>(std::max_element(v.begin(), v.end()) - v.begin()); }
+
+std::vector<float> gpu_logits(llm::Lfm2Model& m) { return m.device().download_as<float>(m.logits()); }
+
+// Feeds `token` at the model's position through the decode path; returns the logits.
+std::vector<float> decode(llm::Lfm2Model& m, uint32_t token) {
+  m.device().upload(m.tokens(), std::span<const uint32_t>(&token, 1), uint64_t(m.position()) * 4);
+  gpu::Recorder rec(m.device());
+  m.record_decode(rec);
+  rec.submit();
+  return gpu_logits(m);
+}
+
+// Prompt of `n_prompt` tokens, then `n_decode` greedy steps: GPU and reference agree at every
+// step, and pick the same tokens.
+void check_against_reference(const fs::path& pack_dir, size_t n_prompt, size_t n_decode, bool check_tokens) {
+  auto pack = formats::LlmPack::open(pack_dir);
+  llm::Lfm2Model model(test::test_device(), test::test_kernels(), pack, {.prefill_chunk = 8, .quiet = true});
+  auto weights = test::reference_weights(pack, model.choices().down_copy());
+  reference::Lfm2Reference ref(weights);
+  auto ids = prompt_ids(model.vocab(), n_prompt, 11);
+  std::vector<float> ref_logits;
+  for (uint32_t id : ids) ref_logits = ref.step(id);
+  model.prefill(ids);
+  auto got = gpu_logits(model);
+  EXPECT_LT(test::rel_l2(got, ref_logits), kLogitTolerance) << "prompt logits";
+  for (size_t i = 0; i < n_decode; i++) {
+    uint32_t next = argmax(ref_logits);
+    if (check_tokens) {
+      ASSERT_EQ(argmax(got), next) << "greedy token at step " << i;
+    }
+    ref_logits = ref.step(next);
+    got = decode(model, next);
+    ASSERT_LT(test::rel_l2(got, ref_logits), kLogitTolerance) << "decode step " << i;
+  }
+}
+
+}  // namespace
+
+TEST(Lfm2Engine, TinyMatchesReferenceOverPromptAndDecode) {
+  check_against_reference(test::lfm2_test_pack("tiny"), 20, 32, /*check_tokens=*/true);
+}
+
+TEST(Lfm2Engine, PrefillEqualsDecodeOneByOne) {
+  auto pack = formats::LlmPack::open(test::lfm2_test_pack("tiny"));
+  auto ids = prompt_ids(static_cast<uint32_t>(pack.shape().vocab), 20, 5);
+  llm::Lfm2Model a(test::test_device(), test::test_kernels(), pack, {.prefill_chunk = 7, .quiet = true});
+  a.prefill(ids);
+  auto prefilled = gpu_logits(a);
+  llm::Lfm2Model b(test::test_device(), test::test_kernels(), pack, {.prefill_chunk = 7, .quiet = true});
+  b.prefill(std::span<const uint32_t>(ids).first(1));
+  std::vector<float> one_by_one;
+  for (size_t i = 1; i < ids.size(); i++) one_by_one = decode(b, ids[i]);
+  EXPECT_LT(test::rel_l2(prefilled, one_by_one), 1e-4);
+  // A reset starts a new sequence: the same prompt gives the same logits again.
+  a.reset();
+  a.prefill(ids);
+  EXPECT_LT(test::rel_l2(gpu_logits(a), prefilled), 1e-6);
+}
+
+// Every variant and geometry the candidate format allows, the fused MLP and the unfused path.
+struct CandidateCase {
+  const char* name;
+  nlohmann::json patch;
+};
+
+class Lfm2CandidateTest : public ::testing::TestWithParam<CandidateCase> {};
+
+TEST_P(Lfm2CandidateTest, MatchesReference) {
+  fs::path base = test::lfm2_test_pack("tiny");
+  fs::path dir = fs::temp_directory_path() / "ember_candidates" / std::to_string(getpid()) / GetParam().name;
+  nlohmann::json patch = GetParam().patch;
+  check_against_reference(test::with_candidate(base, dir, patch), 9, 4, /*check_tokens=*/false);
+  fs::remove_all(dir);
+}
+
+namespace {
+nlohmann::json matvec_all(const char* variant, int wg, int sg, int rows, int per_row) {
+  nlohmann::json m;
+  for (const char* k : {"attn_qkv", "attn_o_proj", "conv_in_proj", "conv_out_proj", "mlp_gate_up", "mlp_down", "head"})
+    m[k] = {{"geometry", {{"workgroupSize", wg}, {"subgroupSize", sg}, {"rowsPerSubgroup", rows}, {"subgroupsPerRow", per_row}}},
+            {"variant", variant}};
+  return m;
+}
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(
+    Candidates, Lfm2CandidateTest,
+    ::testing::Values(CandidateCase{"carried_8_1", {{"matvec", matvec_all("carried", 64, 8, 1, 1)}}},
+                      CandidateCase{"carried_8_4", {{"matvec", matvec_all("carried", 256, 8, 4, 1)}}},
+                      CandidateCase{"v3_both_8_2", {{"matvec", matvec_all("v3_both", 128, 8, 2, 1)}}},
+                      CandidateCase{"v3_both_4_2rows", {{"matvec", matvec_all("v3_both", 64, 4, 8, 2)}}},
+                      CandidateCase{"carried_16_lanes", {{"matvec", matvec_all("carried", 128, 16, 3, 1)}}},
+                      CandidateCase{"mlp_pair", {{"mlpPair", true}, {"mlpSlices", 5}, {"mlpWorkgroup", 128}}},
+                      CandidateCase{"flash_blocks", {{"flash", true}, {"flashBlocks", 4}}},
+                      CandidateCase{"kv_padding", {{"padding", 3}}},
+                      CandidateCase{"unfused", {{"unfused", true}, {"mlpPair", true}}}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Lfm2Engine, PromptLongerThanTheCacheIsAClearError) {
+  auto pack = formats::LlmPack::open(test::lfm2_test_pack("tiny"));
+  llm::Lfm2Model model(test::test_device(), test::test_kernels(), pack, {.quiet = true});
+  std::vector<uint32_t> ids(model.capacity() + 1, 1);
+  try {
+    model.prefill(ids);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("maxTotalPositions"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(model.position(), 0u);
+}
+
+TEST(Lfm2Engine, SeedShapeMatchesReference) {
+  check_against_reference(test::lfm2_test_pack("seed"), 20, 32, /*check_tokens=*/false);
+}
