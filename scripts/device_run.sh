@@ -46,6 +46,10 @@ for what in "$@"; do
         ember generate --model "$pack" --prompt "$(long_prompt)" -n 256 --temperature 0 --json --quiet $fast > "$OUT/generate${fast:+_fast}.json"
         python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[2], 'prompt', j['prompt_tokens'], 'ttft_ms %.2f' % j['ttft_ms'], 'decode_tok_s %.1f' % j['decode_tok_s'], j['device'])" "$OUT/generate${fast:+_fast}.json" "generate${fast:+ (gpu-fast)}"
       done ;;
+    ss-flow)
+      # Seed shape, random weights; --gpu-fast as a trusted pack would run.
+      ember bench ss-flow --synthetic --gpu-fast --json > "$OUT/bench_ss_flow.json" || echo "bench ss-flow failed" >&2
+      python3 -c "import json,sys; j=json.load(open(sys.argv[1])); [print(k, {x: j[k][x] for x in j[k] if x != 'kernels'}) for k in ('forward_batch1','forward_batch2','sampling') if k in j]" "$OUT/bench_ss_flow.json" ;;
     *) echo "unknown benchmark '$what'" >&2 ;;
   esac
 done

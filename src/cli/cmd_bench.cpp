@@ -45,6 +45,7 @@ void add_bench_command(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "benchmarks (medians after warm-up; --json for machines)");
   bench->require_subcommand(1);
   add_bench_gpu(*bench);
+  add_bench_ss_flow(*bench);
 }
 
 }  // namespace ember::cli

@@ -11,6 +11,8 @@
 namespace ember::cli {
 
 void add_devices_command(CLI::App& app);
+void add_bench_ss_flow(CLI::App& bench);  // under `ember bench`
+void add_ss_flow_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_pack_lfm2_command(CLI::App& app);   // `ember pack lfm2`
 void add_synth_lfm2_command(CLI::App& app);  // `ember synth lfm2`

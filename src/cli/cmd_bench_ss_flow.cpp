@@ -1,0 +1,150 @@
+// `ember bench ss-flow`: one forward at batch 1 and 2 and a full default sampling run of the
+// TRELLIS sparse-structure flow stage; medians of repeats after a warm-up, per-kernel GPU time.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "cli/ss_flow_stage.h"
+#include "common/error.h"
+#include "gpu/profiler.h"
+#include "trellis/flow_sampler.h"
+#include "trellis/ss_flow.h"
+#include "trellis/ss_flow_synth.h"
+
+namespace ember::cli {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+void add_bench_ss_flow(CLI::App& bench) {
+  auto* cmd = bench.add_subcommand("ss-flow", "TRELLIS sparse-structure flow: forward at batch 1 and 2, full sampling run");
+  struct Opts {
+    GpuOptions gpu;
+    std::string stage;
+    bool synthetic = false, json = false, no_sample = false, fuse_gelu = false, batch2_only = false, no_quad = false, vec4 = false;
+    int repeats = 5, blocks = 0, resolution = 0;
+    std::vector<uint32_t> matmul{16, 16, 16};
+    uint32_t attn_queries = 128, attn_keys = 32;
+    trellis::SamplerOptions sampler;
+  };
+  auto o = std::make_shared<Opts>();
+  o->gpu.add_to(*cmd);
+  cmd->add_option("--stage", o->stage, "stage directory (a packed sparseStructureFlow stage)");
+  cmd->add_flag("--synthetic", o->synthetic, "random weights of the seed shape instead of a stage");
+  cmd->add_option("--blocks", o->blocks, "with --synthetic: number of blocks (default: the seed's 12)");
+  cmd->add_option("--resolution", o->resolution, "with --synthetic: grid side (default: the seed's 16)");
+  cmd->add_flag("--json", o->json, "print JSON");
+  cmd->add_option("--repeats", o->repeats, "timed repeats after one warm-up");
+  cmd->add_flag("--no-sample", o->no_sample, "skip the full sampling run");
+  cmd->add_option("--steps", o->sampler.steps, "sampling steps");
+  cmd->add_option("--matmul", o->matmul, "qmatmul geometry: threads along tokens, along rows, K step")->expected(3);
+  cmd->add_flag("--fuse-gelu", o->fuse_gelu, "GELU in the mlp.0 matmul epilogue");
+  cmd->add_option("--attn-keys", o->attn_keys, "keys per flash-attention tile (quad variant)");
+  cmd->add_flag("--matmul-vec4", o->vec4, "qmatmul with vec4 workgroup-memory reads");
+  cmd->add_flag("--no-quad", o->no_quad, "plain flash attention instead of the quad variant");
+  cmd->add_flag("--batch2-only", o->batch2_only, "forward at batch 2 only (for sweeps)");
+  cmd->add_option("--attn-queries", o->attn_queries, "queries per flash-attention workgroup");
+  cmd->callback([o] {
+    if (o->stage.empty() && !o->synthetic) throw Error("give --stage DIR or --synthetic", "ember bench ss-flow");
+    o->gpu.device.profiling = true;
+    gpu::Device device = gpu::Device::open(o->gpu.device);
+    gpu::KernelCache kernels(device);
+    std::unique_ptr<trellis::TensorSource> source;
+    if (o->synthetic) {
+      auto c = trellis::SsFlowConfig::seed();
+      if (o->blocks > 0) c.num_blocks = o->blocks;
+      if (o->resolution > 0) c.resolution = o->resolution;
+      source = std::make_unique<trellis::MemoryTensors>(trellis::synth_ss_flow(c, 1));
+    } else {
+      source = open_ss_flow_stage(o->stage);
+    }
+    trellis::SsFlowOptions mo;
+    mo.matmul = {o->matmul[0], o->matmul[1], o->matmul[2], o->vec4};
+    mo.attention_queries = o->attn_queries;
+    mo.fuse_gelu = o->fuse_gelu;
+    mo.quad_attention = !o->no_quad;
+    mo.attention_keys = o->attn_keys;
+    auto t_load = std::chrono::steady_clock::now();
+    trellis::SsFlowModel model(kernels, *source, mo);
+    const auto& c = model.config();
+    const int64_t ctx = 77, n = c.in_channels * c.tokens();
+    auto cond = trellis::gaussian_noise(100, size_t(ctx * c.cond_channels));
+    auto neg = trellis::gaussian_noise(101, size_t(ctx * c.cond_channels));
+    model.set_context(cond, neg, ctx);
+    device.wait_idle();
+    const double load_s = seconds_since(t_load);
+
+    nlohmann::json j = {{"device", device.adapter().to_json()}, {"repeats", o->repeats}, {"statistic", "median"},
+                        {"load_s", load_s},
+                        {"config", {{"tokens", c.tokens()}, {"channels", c.model_channels}, {"blocks", c.num_blocks},
+                                    {"heads", c.num_heads}, {"context", ctx}}},
+                        {"matmul_geometry", o->matmul}, {"attention_queries", o->attn_queries},
+                        {"quad_attention", !o->no_quad}, {"attention_keys", o->attn_keys}, {"fuse_gelu", o->fuse_gelu}, {"matmul_vec4", o->vec4}};
+    std::string text;
+    for (int batch : {1, 2}) {
+      if (batch == 1 && o->batch2_only) continue;
+      auto x = trellis::gaussian_noise(7, size_t(batch * n));
+      std::vector<double> t(size_t(batch), 0.7);
+      model.forward(x, t);  // warm-up: compiles pipelines
+      std::vector<double> wall;
+      for (int r = 0; r < o->repeats; r++) {
+        auto s = std::chrono::steady_clock::now();
+        model.forward(x, t);
+        wall.push_back(seconds_since(s));
+      }
+      gpu::Profiler prof(device, 1024);
+      std::vector<double> gpu_ms;
+      for (int r = 0; r < std::max(1, o->repeats / 2); r++) {
+        prof.clear_summary();
+        model.forward(x, t, &prof);
+        double total = 0;
+        for (const auto& reg : prof.collect()) total += reg.ms();
+        gpu_ms.push_back(total);
+      }
+      const double flops = model.flops(batch), ws = median(wall);
+      const std::string key = "forward_batch" + std::to_string(batch);
+      j[key] = {{"wall_ms", 1e3 * ws}, {"gpu_kernels_ms", median(gpu_ms)}, {"gflop", flops / 1e9},
+                {"tflops_wall", flops / ws / 1e12}, {"kernels", prof.to_json()}};
+      char line[256];
+      snprintf(line, sizeof line, "forward batch %d: %.2f ms wall, %.2f ms summed kernel time (profiled), %.1f GFLOP, %.2f TFLOP/s\n",
+               batch, 1e3 * ws, median(gpu_ms), flops / 1e9, flops / ws / 1e12);
+      text += line + prof.table() + "\n";
+    }
+    if (!o->no_sample) {
+      trellis::FlowSampler sampler(model);
+      auto noise = trellis::gaussian_noise(0, size_t(n));
+      const auto ts = trellis::flow_schedule(o->sampler.steps, o->sampler.rescale_t);
+      double flops = 0;
+      for (int i = 0; i < o->sampler.steps; i++) flops += model.flops(trellis::guided_at(ts[size_t(i)], o->sampler) ? 2 : 1);
+      sampler.sample(noise, o->sampler);  // warm-up
+      std::vector<double> wall;
+      for (int r = 0; r < std::max(1, o->repeats / 2); r++) {
+        auto s = std::chrono::steady_clock::now();
+        sampler.sample(noise, o->sampler);
+        wall.push_back(seconds_since(s));
+      }
+      const double ws = median(wall);
+      j["sampling"] = {{"steps", o->sampler.steps}, {"wall_s", ws}, {"tflop", flops / 1e12}, {"tflops", flops / ws / 1e12}};
+      char line[256];
+      snprintf(line, sizeof line, "sampling, %d steps (cfg %.1f in [%.2f, %.2f]): %.3f s wall, %.1f TFLOP, %.2f TFLOP/s\n",
+               o->sampler.steps, o->sampler.cfg_strength, o->sampler.cfg_lo, o->sampler.cfg_hi, ws, flops / 1e12, flops / ws / 1e12);
+      text += line;
+    }
+    if (o->json)
+      std::printf("%s\n", j.dump(2).c_str());
+    else
+      std::printf("device: %s\n%s", device.adapter().name().c_str(), text.c_str());
+  });
+}
+
+}  // namespace ember::cli

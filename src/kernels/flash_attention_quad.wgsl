@@ -1,0 +1,137 @@
+enable subgroups;
+// Flash attention for head size 64 (same contract and layout as flash_attention.wgsl), register-
+// tiled for reuse: a quad of 4 adjacent lanes owns 4 queries; lane p of the quad holds dims
+// [16p, 16p+16) of those queries' q and output accumulators. Each key's 4 vec4 loaded from
+// workgroup memory feed 4 queries (16 FMAs per load instead of 4); the quad's partial dot products
+// are summed with two rounds of xor shuffles, so all 4 lanes see bit-identical scores. Online softmax every
+// SUB keys. Needs subgroups whose size is a multiple of 4, laid out over local_invocation_index.
+struct Params {
+  nq: u32,
+  nk: u32,
+  q_stride: u32,
+  kv_stride: u32,
+  o_stride: u32,
+  q_offset: u32,
+  k_offset: u32,
+  v_offset: u32,
+  scale: f32,
+  _p0: u32,
+  _p1: u32,
+  _p2: u32,
+}
+
+@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> kv: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> o: array<vec4<f32>>;
+@group(0) @binding(3) var<uniform> p: Params;
+
+override BQ: u32 = 64u;  // threads = queries per workgroup (multiple of 4)
+override BK: u32 = 32u;  // keys per workgroup-memory tile (multiple of SUB; 64 needs 32 KiB)
+const SUB: u32 = 8u;     // keys per online-softmax update
+const NEG_BIG: f32 = -3.0e38;
+
+var<workgroup> ktile: array<vec4<f32>, BK * 16u>;
+var<workgroup> vtile: array<vec4<f32>, BK * 16u>;
+
+@compute @workgroup_size(BQ)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+  let head = wg.y;
+  let batch = wg.z;
+  let part = li % 4u;
+  let q0 = wg.x * BQ + (li / 4u) * 4u;  // first of the quad's 4 queries
+  var qr: array<vec4<f32>, 16>;   // qr[4a + b]: query q0+a, dims 16 part + 4b .. +3
+  var acc: array<vec4<f32>, 16>;
+  for (var a = 0u; a < 4u; a++) {
+    let qi = min(q0 + a, p.nq - 1u);
+    let base = ((batch * p.nq + qi) * p.q_stride + p.q_offset + head * 64u) / 4u + part * 4u;
+    for (var b = 0u; b < 4u; b++) {
+      qr[4u * a + b] = q[base + b] * p.scale;
+      acc[4u * a + b] = vec4<f32>(0.0);
+    }
+  }
+  var m = vec4<f32>(NEG_BIG);
+  var l = vec4<f32>(0.0);
+  for (var k0 = 0u; k0 < p.nk; k0 += BK) {
+    for (var idx = li; idx < BK * 16u; idx += BQ) {
+      let j = k0 + idx / 16u;
+      let d = idx % 16u;
+      var kvec = vec4<f32>(0.0);
+      var vvec = vec4<f32>(0.0);
+      if (j < p.nk) {
+        let row = (batch * p.nk + j) * p.kv_stride + head * 64u;
+        kvec = kv[(row + p.k_offset) / 4u + d];
+        vvec = kv[(row + p.v_offset) / 4u + d];
+      }
+      ktile[idx] = kvec;
+      vtile[idx] = vvec;
+    }
+    workgroupBarrier();
+    for (var j0 = 0u; j0 < BK; j0 += SUB) {
+      var s: array<vec4<f32>, 8>;  // SUB: s[j][a] = score of query q0+a with key k0+j0+j
+      var mx = m;
+      for (var j = 0u; j < SUB; j++) {
+        let kb = (j0 + j) * 16u + part * 4u;
+        let k_0 = ktile[kb];
+        let k_1 = ktile[kb + 1u];
+        let k_2 = ktile[kb + 2u];
+        let k_3 = ktile[kb + 3u];
+        var part_dot = vec4<f32>(
+            dot(qr[0], k_0) + dot(qr[1], k_1) + dot(qr[2], k_2) + dot(qr[3], k_3),
+            dot(qr[4], k_0) + dot(qr[5], k_1) + dot(qr[6], k_2) + dot(qr[7], k_3),
+            dot(qr[8], k_0) + dot(qr[9], k_1) + dot(qr[10], k_2) + dot(qr[11], k_3),
+            dot(qr[12], k_0) + dot(qr[13], k_1) + dot(qr[14], k_2) + dot(qr[15], k_3));
+        if (k0 + j0 + j >= p.nk) { part_dot = vec4<f32>(NEG_BIG / 4.0); }  // /4: the quad sum stays finite
+        s[j] = part_dot;
+      }
+      // The quad sums, written out: the 8 shuffles of a round are independent, so their latency
+      // overlaps instead of serialising once per key.
+      s[0] += subgroupShuffleXor(s[0], 1u);
+      s[1] += subgroupShuffleXor(s[1], 1u);
+      s[2] += subgroupShuffleXor(s[2], 1u);
+      s[3] += subgroupShuffleXor(s[3], 1u);
+      s[4] += subgroupShuffleXor(s[4], 1u);
+      s[5] += subgroupShuffleXor(s[5], 1u);
+      s[6] += subgroupShuffleXor(s[6], 1u);
+      s[7] += subgroupShuffleXor(s[7], 1u);
+      s[0] += subgroupShuffleXor(s[0], 2u);
+      s[1] += subgroupShuffleXor(s[1], 2u);
+      s[2] += subgroupShuffleXor(s[2], 2u);
+      s[3] += subgroupShuffleXor(s[3], 2u);
+      s[4] += subgroupShuffleXor(s[4], 2u);
+      s[5] += subgroupShuffleXor(s[5], 2u);
+      s[6] += subgroupShuffleXor(s[6], 2u);
+      s[7] += subgroupShuffleXor(s[7], 2u);
+      for (var j = 0u; j < SUB; j++) { mx = max(mx, s[j]); }
+      let corr = exp(m - mx);
+      l *= corr;
+      for (var b = 0u; b < 4u; b++) {
+        acc[b] *= corr.x;
+        acc[4u + b] *= corr.y;
+        acc[8u + b] *= corr.z;
+        acc[12u + b] *= corr.w;
+      }
+      for (var j = 0u; j < SUB; j++) {
+        let pj = exp(s[j] - mx);
+        l += pj;
+        let vb = (j0 + j) * 16u + part * 4u;
+        for (var b = 0u; b < 4u; b++) {
+          let v = vtile[vb + b];
+          acc[b] = fma(vec4<f32>(pj.x), v, acc[b]);
+          acc[4u + b] = fma(vec4<f32>(pj.y), v, acc[4u + b]);
+          acc[8u + b] = fma(vec4<f32>(pj.z), v, acc[8u + b]);
+          acc[12u + b] = fma(vec4<f32>(pj.w), v, acc[12u + b]);
+        }
+      }
+      m = mx;
+    }
+    workgroupBarrier();
+  }
+  let inv = 1.0 / l;
+  for (var a = 0u; a < 4u; a++) {
+    let qi = q0 + a;
+    if (qi < p.nq) {
+      let base = ((batch * p.nq + qi) * p.o_stride + head * 64u) / 4u + part * 4u;
+      for (var b = 0u; b < 4u; b++) { o[base + b] = acc[4u * a + b] * inv[a]; }
+    }
+  }
+}

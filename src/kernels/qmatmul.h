@@ -1,0 +1,41 @@
+// Int8 group-quantized matrix-matrix product with f16 bias over the stage pack's tile-major layout
+// (src/kernels/qmatmul.wgsl), with fused epilogues.
+#pragma once
+
+#include "kernels/dispatch.h"
+
+namespace ember::kernels {
+
+// A matrix on the GPU in pack encoding: int8 data (tile-major 16x64 blocks), f16 scales, f16 bias.
+struct QuantizedMatrix {
+  gpu::Buffer data, scales, bias;
+  uint32_t rows = 0, cols = 0, padded_rows = 0, padded_cols = 0;
+};
+
+enum class Epilogue { None, Gelu, GatedResidual, Residual, AddRows };
+
+// Workgroup geometry: tile = 8*wg_tokens tokens x 8*wg_rows rows; k_step divides 64.
+struct QMatmulGeometry {
+  uint32_t wg_tokens = 16, wg_rows = 16, k_step = 16;
+  bool vec4 = false;  // workgroup tiles read as vec4 (4 loads per 64 FMAs instead of 16)
+  bool operator==(const QMatmulGeometry&) const = default;
+};
+
+struct QMatmulArgs {
+  const gpu::Buffer* x;  // f32 [tokens][x_stride], first w.cols columns read
+  uint32_t x_stride;
+  const QuantizedMatrix* w;
+  const gpu::Buffer* y;  // f32 [tokens][y_stride], first w.rows columns written
+  uint32_t y_stride;
+  uint32_t tokens;
+  Epilogue epilogue = Epilogue::None;
+  // GatedResidual: gate[(t / tokens_per_batch) * gate_stride + gate_offset + r].
+  // AddRows: add[(t % add_period) * rows + r].
+  const gpu::Buffer* extra = nullptr;
+  uint32_t tokens_per_batch = 1, gate_stride = 0, gate_offset = 0, add_period = 1;
+  QMatmulGeometry geometry{};
+};
+
+Dispatch qmatmul(gpu::KernelCache& kernels, const QMatmulArgs& args, const std::string& region = "");
+
+}  // namespace ember::kernels

@@ -1,0 +1,165 @@
+// Y[t][r] = epilogue(sum_c W[r][c] X[t][c] + b[r]) with W int8 symmetric-quantized in the stage
+// pack's tile-major layout (16-row tiles x 64-column groups, one f16 scale per row and group) and
+// b f16. X and Y are f32 row-major with strides. Register-tiled: a workgroup computes BT tokens x
+// BR rows, each thread MT x MR outputs (strided by the thread grid so workgroup-memory reads are
+// conflict-free); K advances KS columns at a time through workgroup memory, where W arrives
+// dequantized. Epilogues (structural variants):
+//   GELU       y = gelu_tanh(acc + b)
+//   GATE       y = y + gate[batch][r] * (acc + b)   (gated residual; gate = an adaLN chunk)
+//   RESIDUAL   y = y + (acc + b)
+//   ADD_ROWS   y = acc + b + add[t % add_period][r] (position embedding)
+struct Params {
+  tokens: u32,
+  rows: u32,
+  cols: u32,
+  padded_rows: u32,
+  padded_cols: u32,
+  x_stride: u32,
+  y_stride: u32,
+  tokens_per_batch: u32,
+  gate_stride: u32,
+  gate_offset: u32,
+  add_period: u32,
+  _pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> wq: array<u32>;
+@group(0) @binding(2) var<storage, read> ws: array<u32>;
+@group(0) @binding(3) var<storage, read> bias: array<u32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(5) var<uniform> p: Params;
+#if GATE
+@group(0) @binding(6) var<storage, read> gate: array<f32>;
+#endif
+#if ADD_ROWS
+@group(0) @binding(6) var<storage, read> add: array<f32>;
+#endif
+
+override WG_T: u32 = 16u;  // threads along tokens
+override WG_R: u32 = 16u;  // threads along rows (even: BR must be a multiple of the 16-row tile)
+override KS: u32 = 16u;    // K step: divides 64 and is a multiple of 4
+const MT: u32 = 8u;        // outputs per thread along tokens
+const MR: u32 = 8u;        // outputs per thread along rows
+override NT = WG_T * WG_R;
+override BT = WG_T * MT;
+override BR = WG_R * MR;
+override XS = BT + 1u;        // padded strides: the transposing stores do not collide
+override WSS = BR + 1u;
+
+#if VEC4
+// VEC4: workgroup tiles as vec4 so a thread reads its 8 tokens and 8 rows with 4 wide loads
+// (thread tt owns tokens 4tt..4tt+3 and 4(WG_T+tt)..+3; rows likewise): 4 loads per 64 FMAs
+// instead of 16. Strides padded by one vec4 against store conflicts.
+override XS4 = BT / 4u + 1u;
+override WS4 = BR / 4u + 1u;
+var<workgroup> xs4: array<vec4<f32>, KS * XS4>;
+var<workgroup> ws4: array<vec4<f32>, KS * WS4>;
+fn store_x(kk: u32, tl: u32, v: f32) { xs4[kk * XS4 + tl / 4u][tl % 4u] = v; }
+fn store_w(kk: u32, rl: u32, v: f32) { ws4[kk * WS4 + rl / 4u][rl % 4u] = v; }
+fn token_of(tt: u32, i: u32) -> u32 { return (i / 4u) * 4u * WG_T + 4u * tt + i % 4u; }
+fn row_of(tr: u32, j: u32) -> u32 { return (j / 4u) * 4u * WG_R + 4u * tr + j % 4u; }
+#else
+var<workgroup> xs: array<f32, KS * XS>;
+var<workgroup> wsh: array<f32, KS * WSS>;
+fn store_x(kk: u32, tl: u32, v: f32) { xs[kk * XS + tl] = v; }
+fn store_w(kk: u32, rl: u32, v: f32) { wsh[kk * WSS + rl] = v; }
+fn token_of(tt: u32, i: u32) -> u32 { return tt + i * WG_T; }
+fn row_of(tr: u32, j: u32) -> u32 { return tr + j * WG_R; }
+#endif
+
+#include "activation_fns.wgsl"
+
+// Twin of trellis::quant_block_index (src/trellis/stage_tensors.h): tile outer, group inner.
+fn quant_block_index(tile: u32, group: u32) -> u32 {
+  return tile * (p.padded_cols / 64u) + group;
+}
+
+@compute @workgroup_size(NT)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+  let r0 = wg.x * BR;
+  let t0 = wg.y * BT;
+  let tr = li % WG_R;
+  let tt = li / WG_R;
+  var acc: array<f32, 64>;  // MT * MR
+  for (var i = 0u; i < MT * MR; i++) { acc[i] = 0.0; }
+
+  for (var k0 = 0u; k0 < p.padded_cols; k0 += KS) {
+    // X tile, transposed into xs[k][token].
+    for (var idx = li; idx < BT * KS; idx += NT) {
+      let kk = idx % KS;
+      let tl = idx / KS;
+      let t = t0 + tl;
+      let k = k0 + kk;
+      var v = 0.0;
+      if (t < p.tokens && k < p.cols) { v = x[t * p.x_stride + k]; }
+      store_x(kk, tl, v);
+    }
+    // W tile, dequantized into wsh[k][row]; 4 int8 per word.
+    for (var idx = li; idx < BR * (KS / 4u); idx += NT) {
+      let kw = idx % (KS / 4u);
+      let rl = idx / (KS / 4u);
+      let r = r0 + rl;
+      let k = k0 + kw * 4u;
+      var q = vec4<f32>(0.0);
+      if (r < p.padded_rows) {
+        let block = quant_block_index(r / 16u, k / 64u);
+        let ri = r % 16u;
+        let word = wq[(block * 1024u + ri * 64u + (k % 64u)) >> 2u];
+        let s = unpack2x16float(ws[(block * 16u + ri) >> 1u])[ri & 1u];
+        let wi = i32(word);
+        q = vec4<f32>(f32(extractBits(wi, 0u, 8u)), f32(extractBits(wi, 8u, 8u)),
+                      f32(extractBits(wi, 16u, 8u)), f32(extractBits(wi, 24u, 8u))) * s;
+      }
+      store_w(kw * 4u, rl, q.x);
+      store_w(kw * 4u + 1u, rl, q.y);
+      store_w(kw * 4u + 2u, rl, q.z);
+      store_w(kw * 4u + 3u, rl, q.w);
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < KS; kk++) {
+#if VEC4
+      let a0 = xs4[kk * XS4 + tt];
+      let a1 = xs4[kk * XS4 + WG_T + tt];
+      let b0 = ws4[kk * WS4 + tr];
+      let b1 = ws4[kk * WS4 + WG_R + tr];
+      let a = array<f32, 8>(a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w);
+      let b = array<f32, 8>(b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w);
+#else
+      var a: array<f32, 8>;
+      var b: array<f32, 8>;
+      for (var i = 0u; i < MT; i++) { a[i] = xs[kk * XS + tt + i * WG_T]; }
+      for (var j = 0u; j < MR; j++) { b[j] = wsh[kk * WSS + tr + j * WG_R]; }
+#endif
+      for (var i = 0u; i < MT; i++) {
+        for (var j = 0u; j < MR; j++) { acc[i * MR + j] = fma(a[i], b[j], acc[i * MR + j]); }
+      }
+    }
+    workgroupBarrier();
+  }
+
+  for (var j = 0u; j < MR; j++) {
+    let r = r0 + row_of(tr, j);
+    if (r >= p.rows) { continue; }
+    let b = unpack2x16float(bias[r >> 1u])[r & 1u];
+    for (var i = 0u; i < MT; i++) {
+      let t = t0 + token_of(tt, i);
+      if (t >= p.tokens) { continue; }
+      var v = acc[i * MR + j] + b;
+      let o = t * p.y_stride + r;
+#if GELU
+      v = gelu_tanh(v);
+#endif
+#if GATE
+      v = y[o] + gate[(t / p.tokens_per_batch) * p.gate_stride + p.gate_offset + r] * v;
+#endif
+#if RESIDUAL
+      v = y[o] + v;
+#endif
+#if ADD_ROWS
+      v = v + add[(t % p.add_period) * p.rows + r];
+#endif
+      y[o] = v;
+    }
+  }
+}

@@ -1,0 +1,86 @@
+#include "trellis/flow_sampler.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "common/error.h"
+#include "kernels/flow_elementwise.h"
+
+namespace ember::trellis {
+
+std::vector<double> flow_schedule(int steps, double r) {
+  std::vector<double> ts(size_t(steps) + 1);
+  for (int i = 0; i <= steps; i++) {
+    const double s = 1.0 - double(i) / double(steps);
+    ts[size_t(i)] = r * s / (1.0 + (r - 1.0) * s);
+  }
+  ts[size_t(steps)] = 0.0;  // the last step lands on t = 0 exactly
+  return ts;
+}
+
+bool guided_at(double t, const SamplerOptions& o) { return o.cfg_lo <= t && t <= o.cfg_hi; }
+
+std::vector<float> gaussian_noise(uint64_t seed, size_t count) {
+  uint64_t state = seed;
+  auto next = [&state] {  // splitmix64
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  auto uniform = [&] { return (double(next() >> 11) + 0.5) * (1.0 / 9007199254740992.0); };  // (0, 1)
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; i += 2) {
+    const double r = std::sqrt(-2.0 * std::log(uniform())), a = 2.0 * M_PI * uniform();
+    out[i] = float(r * std::cos(a));
+    if (i + 1 < count) out[i + 1] = float(r * std::sin(a));
+  }
+  return out;
+}
+
+FlowSampler::FlowSampler(SsFlowModel& model) : model_(model) {
+  const auto& c = model.config();
+  if (c.in_channels != c.out_channels)
+    throw Error("the sampler needs as many output channels as input channels", "ss-flow stage");
+  const uint32_t n = uint32_t(c.tokens() * c.in_channels);
+  const gpu::Device& d = model.device();
+  x_ = d.create_storage(uint64_t(n) * 4, "sampler latent");
+  params_ = d.create_uniform(kernels::EulerParams{n, 0, 0.0f, 0.0f}, "sampler step");
+  step_ = kernels::euler_step(model.kernels(), x_, model.output(), params_, n, "euler_step");
+}
+
+FlowSampler::~FlowSampler() = default;
+
+std::vector<float> FlowSampler::sample(const std::vector<float>& noise, const SamplerOptions& o,
+                                       const std::function<void(const StepReport&)>& progress, gpu::Profiler* profiler) {
+  o.validate();
+  const auto& c = model_.config();
+  const int64_t N = c.tokens(), Cin = c.in_channels;
+  if (int64_t(noise.size()) != N * Cin)
+    throw Error("noise has " + std::to_string(noise.size()) + " values, the latent " + std::to_string(N * Cin), "--noise");
+  const gpu::Device& d = model_.device();
+  auto xt = to_tokens(noise, Cin, N);
+  d.upload(x_, std::span<const float>(xt));
+  const uint64_t bytes = uint64_t(N * Cin) * 4;
+  const auto ts = flow_schedule(o.steps, o.rescale_t);
+  for (int i = 0; i < o.steps; i++) {
+    const auto start = std::chrono::steady_clock::now();
+    const double t = ts[size_t(i)], t_next = ts[size_t(i + 1)];
+    const bool guided = guided_at(t, o);
+    const int B = guided ? 2 : 1;
+    model_.set_timesteps(std::vector<double>(size_t(B), t));
+    const kernels::EulerParams p{uint32_t(N * Cin), guided ? 1u : 0u, float(t - t_next), float(o.cfg_strength)};
+    d.upload(params_, 0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&p), sizeof(p)));
+    gpu::Recorder rec(d, profiler);
+    for (int b = 0; b < B; b++) rec.copy(x_, 0, model_.input(), uint64_t(b) * bytes, bytes);
+    model_.record_forward(rec, B);
+    step_.record(rec);
+    rec.submit();
+    d.wait_idle("ss-flow sampling step " + std::to_string(i));
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (progress) progress({i, o.steps, t, t_next, guided, secs});
+  }
+  return from_tokens(d.download_as<float>(x_), Cin, N);
+}
+
+}  // namespace ember::trellis

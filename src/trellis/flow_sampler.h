@@ -1,0 +1,49 @@
+// TRELLIS FlowEulerGuidanceIntervalSampler on the GPU: the latent stays on the device between
+// steps; each step is one submit (forward at batch 2 where guidance applies, else batch 1, then
+// the Euler update). Schedule in f64 as DESIGN.md specifies.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "trellis/ss_flow.h"
+
+namespace ember::gpu {
+class Profiler;
+}
+
+namespace ember::trellis {
+
+// t_i = r s / (1 + (r - 1) s) for s = linspace(1, 0, steps + 1).
+std::vector<double> flow_schedule(int steps, double rescale_t);
+// Whether step i's t is inside the guidance interval (both ends inclusive).
+bool guided_at(double t, const SamplerOptions& options);
+
+// Deterministic standard Gaussian noise: splitmix64 counter stream + Box-Muller in f64, so the same
+// seed gives the same latent on every platform and standard library.
+std::vector<float> gaussian_noise(uint64_t seed, size_t count);
+
+struct StepReport {
+  int step, steps;
+  double t, t_next;
+  bool guided;
+  double seconds;  // wall time of the step, GPU work included
+};
+
+class FlowSampler {
+ public:
+  explicit FlowSampler(SsFlowModel& model);
+  ~FlowSampler();
+  // noise: [in_channels][tokens] (latent layout). The model's context must hold cond (row 0) and
+  // the negative context (row 1). Returns the final latent in the same layout.
+  std::vector<float> sample(const std::vector<float>& noise, const SamplerOptions& options,
+                            const std::function<void(const StepReport&)>& progress = {}, gpu::Profiler* profiler = nullptr);
+
+ private:
+  SsFlowModel& model_;
+  gpu::Buffer x_, params_;
+  kernels::Dispatch step_;
+};
+
+}  // namespace ember::trellis

@@ -1,0 +1,255 @@
+#include "trellis/ss_flow.h"
+
+#include <cmath>
+
+#include "common/error.h"
+#include "kernels/flash_attention.h"
+#include "kernels/flow_elementwise.h"
+#include "kernels/layer_norm.h"
+#include "trellis/stage_upload.h"
+
+namespace ember::trellis {
+
+struct SsFlowModel::Weights {
+  struct Block {
+    kernels::QuantizedMatrix ada, qkv, self_out, q, kv, cross_out, mlp0, mlp2;
+    gpu::Buffer gamma_q, gamma_k, norm2_w, norm2_b;
+  };
+  kernels::QuantizedMatrix t0, t2, input, out;
+  gpu::Buffer pos;  // f32 [tokens][C], dequantized once
+  std::vector<Block> blocks;
+};
+
+struct SsFlowModel::Buffers {
+  gpu::Buffer x, tfreq, temb_a, temb, mods, h, hn, qkv, att, mlp, out, ctx;
+  std::vector<gpu::Buffer> kv;  // per block: cross-attention k|v of the context [2][ctx][2C]
+  std::vector<kernels::Dispatch> context_graph;
+};
+
+namespace {
+
+kernels::QuantizedMatrix linear(const gpu::Device& d, const TensorSource& s, const std::string& name) {
+  return upload_linear(d, s.get(name + ".weight"), s.get(name + ".bias"));
+}
+
+}  // namespace
+
+SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const SsFlowOptions& options)
+    : kernels_(kernels), options_(options), config_(SsFlowConfig::from_tensors(s)), w_(std::make_unique<Weights>()),
+      b_(std::make_unique<Buffers>()) {
+  const gpu::Device& d = kernels.device();
+  if (!d.has_subgroups()) options_.subgroups = options_.quad_attention = false;
+  if (d.subgroup_size() % 4 != 0) options_.quad_attention = false;  // a quad must sit inside one subgroup
+  w_->t0 = linear(d, s, "t_embedder.mlp.0");
+  w_->t2 = linear(d, s, "t_embedder.mlp.2");
+  w_->input = linear(d, s, "input_layer");
+  w_->out = linear(d, s, "out_layer");
+  w_->pos = upload_as_f32(d, s.get("pos_emb"));
+  for (int64_t i = 0; i < config_.num_blocks; i++) {
+    const std::string p = "blocks." + std::to_string(i) + ".";
+    Weights::Block b;
+    b.ada = linear(d, s, p + "adaLN_modulation.1");
+    b.qkv = linear(d, s, p + "self_attn.to_qkv");
+    b.self_out = linear(d, s, p + "self_attn.to_out");
+    b.q = linear(d, s, p + "cross_attn.to_q");
+    b.kv = linear(d, s, p + "cross_attn.to_kv");
+    b.cross_out = linear(d, s, p + "cross_attn.to_out");
+    b.mlp0 = linear(d, s, p + "mlp.mlp.0");
+    b.mlp2 = linear(d, s, p + "mlp.mlp.2");
+    b.gamma_q = upload_raw(d, s.get(p + "self_attn.q_rms_norm.gamma"));
+    b.gamma_k = upload_raw(d, s.get(p + "self_attn.k_rms_norm.gamma"));
+    b.norm2_w = upload_raw(d, s.get(p + "norm2.weight"));
+    b.norm2_b = upload_raw(d, s.get(p + "norm2.bias"));
+    w_->blocks.push_back(std::move(b));
+  }
+  const uint64_t N = uint64_t(config_.tokens()), C = uint64_t(config_.model_channels), B = 2;
+  auto buf = [&](uint64_t floats, const char* name) { return d.create_storage(floats * 4, std::string("ss_flow ") + name); };
+  b_->x = buf(B * N * uint64_t(config_.in_channels), "input");
+  b_->tfreq = buf(B * SsFlowConfig::kFreqDim, "t_freq");
+  b_->temb_a = buf(B * C, "t_emb hidden");
+  b_->temb = buf(B * C, "t_emb");
+  b_->mods = buf(B * 6 * C, "modulation");
+  b_->h = buf(B * N * C, "h");
+  b_->hn = buf(B * N * C, "h normed");
+  b_->qkv = buf(B * N * 3 * C, "qkv");
+  b_->att = buf(B * N * C, "attention");
+  b_->mlp = buf(B * N * uint64_t(config_.mlp_channels()), "mlp hidden");
+  b_->out = buf(B * N * uint64_t(config_.out_channels), "output");
+}
+
+SsFlowModel::~SsFlowModel() = default;
+
+const gpu::Device& SsFlowModel::device() const { return kernels_.device(); }
+const gpu::Buffer& SsFlowModel::input() const { return b_->x; }
+const gpu::Buffer& SsFlowModel::output() const { return b_->out; }
+
+void SsFlowModel::set_context(std::span<const float> cond, std::span<const float> neg, int64_t ctx_tokens) {
+  const int64_t Cc = config_.cond_channels;
+  if (ctx_tokens < 1) throw Error("the context needs at least one token", "ss-flow context");
+  if (int64_t(cond.size()) != ctx_tokens * Cc || (!neg.empty() && int64_t(neg.size()) != ctx_tokens * Cc))
+    throw Error("context size does not match " + std::to_string(ctx_tokens) + " x " + std::to_string(Cc), "ss-flow context");
+  const gpu::Device& d = device();
+  if (ctx_tokens != ctx_tokens_) {
+    ctx_tokens_ = ctx_tokens;
+    b_->ctx = d.create_storage(uint64_t(2 * ctx_tokens * Cc) * 4, "ss_flow context");
+    b_->kv.clear();
+    for (int64_t i = 0; i < config_.num_blocks; i++)
+      b_->kv.push_back(d.create_storage(uint64_t(2 * ctx_tokens * 2 * config_.model_channels) * 4, "ss_flow cross k|v"));
+    build_graphs();
+  }
+  d.upload(b_->ctx, cond, 0);
+  if (!neg.empty()) d.upload(b_->ctx, neg, uint64_t(ctx_tokens * Cc) * 4);
+  gpu::Recorder rec(d);
+  for (const auto& k : b_->context_graph) k.record(rec);
+  rec.submit();
+}
+
+void SsFlowModel::set_timesteps(const std::vector<double>& t) const {
+  std::vector<float> f;
+  for (double ti : t) {
+    auto e = timestep_embedding(ti);
+    f.insert(f.end(), e.begin(), e.end());
+  }
+  device().upload(b_->tfreq, std::span<const float>(f));
+}
+
+void SsFlowModel::build_graphs() {
+  using kernels::Epilogue;
+  const uint32_t N = uint32_t(config_.tokens()), C = uint32_t(config_.model_channels), H = uint32_t(config_.num_heads);
+  const uint32_t F = uint32_t(config_.mlp_channels()), L = uint32_t(ctx_tokens_);
+  auto& K = kernels_;
+  const auto geo = options_.matmul;
+  auto mm = [&](const gpu::Buffer& x, uint32_t xs, const kernels::QuantizedMatrix& w, const gpu::Buffer& y, uint32_t ys,
+                uint32_t tokens, const std::string& region, Epilogue e = Epilogue::None, const gpu::Buffer* extra = nullptr,
+                uint32_t gate_offset = 0) {
+    return kernels::qmatmul(K, {.x = &x, .x_stride = xs, .w = &w, .y = &y, .y_stride = ys, .tokens = tokens, .epilogue = e,
+                                .extra = extra, .tokens_per_batch = N, .gate_stride = 6 * C, .gate_offset = gate_offset,
+                                .add_period = N, .geometry = geo},
+                            region);
+  };
+  b_->context_graph.clear();
+  for (size_t i = 0; i < w_->blocks.size(); i++)
+    b_->context_graph.push_back(mm(b_->ctx, uint32_t(config_.cond_channels), w_->blocks[i].kv, b_->kv[i], 2 * C, 2 * L,
+                                   "cross_attn.to_kv"));
+  for (int bi = 0; bi < 2; bi++) {
+    const uint32_t B = uint32_t(bi + 1), T = B * N;
+    auto& g = graph_[bi];
+    g.clear();
+    g.push_back(mm(b_->tfreq, SsFlowConfig::kFreqDim, w_->t0, b_->temb_a, C, B, "t_embedder.mlp.0"));
+    g.push_back(kernels::activation(K, kernels::Activation::Silu, b_->temb_a, B * C, "t_embedder.silu"));
+    g.push_back(mm(b_->temb_a, C, w_->t2, b_->temb, C, B, "t_embedder.mlp.2"));
+    g.push_back(kernels::activation(K, kernels::Activation::Silu, b_->temb, B * C, "adaLN.silu"));
+    g.push_back(mm(b_->x, uint32_t(config_.in_channels), w_->input, b_->h, C, T, "input_layer+pos_emb", Epilogue::AddRows, &w_->pos));
+    auto norm = [&](const gpu::Buffer* mods, uint32_t shift, uint32_t scale, const gpu::Buffer* wgt, const gpu::Buffer* bias,
+                    float eps, const std::string& region) {
+      return kernels::layer_norm(K, {.x = &b_->h, .y = &b_->hn, .rows = T, .channels = C, .eps = eps, .weight = wgt, .bias = bias,
+                                     .mods = mods, .tokens_per_batch = N, .mod_stride = 6 * C, .shift_offset = shift * C,
+                                     .scale_offset = scale * C, .subgroups = options_.subgroups},
+                                 region);
+    };
+    for (size_t i = 0; i < w_->blocks.size(); i++) {
+      const auto& w = w_->blocks[i];
+      g.push_back(mm(b_->temb, C, w.ada, b_->mods, 6 * C, B, "adaLN_modulation"));
+      // x += gate_msa * SelfAttn(m(norm1(x)))
+      g.push_back(norm(&b_->mods, 0, 1, nullptr, nullptr, 1e-6f, "norm1+modulate"));
+      g.push_back(mm(b_->hn, C, w.qkv, b_->qkv, 3 * C, T, "self_attn.to_qkv"));
+      g.push_back(kernels::head_rms_norm(K, {.x = &b_->qkv, .gamma_q = &w.gamma_q, .gamma_k = &w.gamma_k, .rows = T, .heads = H,
+                                             .stride = 3 * C, .q_offset = 0, .k_offset = C},
+                                         "self_attn.qk_rms_norm"));
+      g.push_back(kernels::flash_attention(K, {.q = &b_->qkv, .kv = &b_->qkv, .out = &b_->att, .batch = B, .heads = H, .nq = N,
+                                               .nk = N, .q_stride = 3 * C, .q_offset = 0, .kv_stride = 3 * C, .k_offset = C,
+                                               .v_offset = 2 * C, .o_stride = C, .scale = 0.125f,
+                                               .queries_per_workgroup = options_.attention_queries,
+                                               .quad = options_.quad_attention, .keys_per_tile = options_.attention_keys},
+                                           "self_attn.flash"));
+      g.push_back(mm(b_->att, C, w.self_out, b_->h, C, T, "self_attn.to_out+gate", Epilogue::GatedResidual, &b_->mods, 2 * C));
+      // x += CrossAttn(norm2(x), cond)
+      g.push_back(norm(nullptr, 0, 0, &w.norm2_w, &w.norm2_b, 1e-6f, "norm2"));
+      g.push_back(mm(b_->hn, C, w.q, b_->qkv, C, T, "cross_attn.to_q"));
+      g.push_back(kernels::flash_attention(K, {.q = &b_->qkv, .kv = &b_->kv[i], .out = &b_->att, .batch = B, .heads = H, .nq = N,
+                                               .nk = L, .q_stride = C, .q_offset = 0, .kv_stride = 2 * C, .k_offset = 0,
+                                               .v_offset = C, .o_stride = C, .scale = 0.125f,
+                                               .queries_per_workgroup = options_.attention_queries,
+                                               .quad = options_.quad_attention, .keys_per_tile = options_.attention_keys},
+                                           "cross_attn.flash"));
+      g.push_back(mm(b_->att, C, w.cross_out, b_->h, C, T, "cross_attn.to_out+residual", Epilogue::Residual));
+      // x += gate_mlp * MLP(m(norm3(x)))
+      g.push_back(norm(&b_->mods, 3, 4, nullptr, nullptr, 1e-6f, "norm3+modulate"));
+      if (options_.fuse_gelu) {
+        g.push_back(mm(b_->hn, C, w.mlp0, b_->mlp, F, T, "mlp.0+gelu", Epilogue::Gelu));
+      } else {
+        g.push_back(mm(b_->hn, C, w.mlp0, b_->mlp, F, T, "mlp.0"));
+        g.push_back(kernels::activation(K, kernels::Activation::GeluTanh, b_->mlp, T * F, "mlp.gelu"));
+      }
+      g.push_back(mm(b_->mlp, F, w.mlp2, b_->h, C, T, "mlp.2+gate", Epilogue::GatedResidual, &b_->mods, 5 * C));
+    }
+    g.push_back(norm(nullptr, 0, 0, nullptr, nullptr, 1e-5f, "final_norm"));
+    g.push_back(mm(b_->hn, C, w_->out, b_->out, uint32_t(config_.out_channels), T, "out_layer"));
+  }
+}
+
+void SsFlowModel::record_forward(gpu::Recorder& rec, int batch) const {
+  if (batch != 1 && batch != 2) throw Error("ss-flow runs at batch 1 or 2, not " + std::to_string(batch), "ss-flow forward");
+  if (ctx_tokens_ == 0) throw Error("no context set", "ss-flow forward", "call set_context first");
+  for (const auto& k : graph_[batch - 1]) k.record(rec);
+}
+
+std::vector<float> SsFlowModel::forward(const std::vector<float>& x, const std::vector<double>& t, gpu::Profiler* profiler) {
+  const int B = int(t.size());
+  const int64_t N = config_.tokens(), Cin = config_.in_channels, Cout = config_.out_channels;
+  if ((B != 1 && B != 2) || int64_t(x.size()) != B * Cin * N)
+    throw Error("forward takes 1 or 2 latents of " + std::to_string(Cin) + "x" + std::to_string(N), "ss-flow forward");
+  std::vector<float> xt;
+  for (int b = 0; b < B; b++) {
+    auto r = to_tokens(std::span<const float>(x).subspan(size_t(b * Cin * N), size_t(Cin * N)), Cin, N);
+    xt.insert(xt.end(), r.begin(), r.end());
+  }
+  device().upload(b_->x, std::span<const float>(xt));
+  set_timesteps(t);
+  gpu::Recorder rec(device(), profiler);
+  record_forward(rec, B);
+  rec.submit();
+  auto out = device().download_as<float>(b_->out, 0, uint64_t(B * N * Cout));
+  std::vector<float> v;
+  for (int b = 0; b < B; b++) {
+    auto r = from_tokens(std::span<const float>(out).subspan(size_t(b * N * Cout), size_t(N * Cout)), Cout, N);
+    v.insert(v.end(), r.begin(), r.end());
+  }
+  return v;
+}
+
+double SsFlowModel::flops(int batch) const {
+  const double N = double(config_.tokens()) * batch, C = double(config_.model_channels), F = double(config_.mlp_channels());
+  const double per_block = 2 * N * C * (3 * C + C + C + C + 2 * F)  // to_qkv, to_out, to_q, cross to_out, mlp
+                           + 4 * N * double(config_.tokens()) * C     // self-attention QK^T and PV
+                           + 4 * N * double(ctx_tokens_) * C;         // cross-attention
+  return per_block * double(config_.num_blocks) + 2 * N * C * double(config_.in_channels + config_.out_channels);
+}
+
+std::vector<float> to_tokens(std::span<const float> latent, int64_t channels, int64_t tokens) {
+  std::vector<float> out(size_t(channels * tokens));
+  for (int64_t c = 0; c < channels; c++)
+    for (int64_t n = 0; n < tokens; n++) out[size_t(n * channels + c)] = latent[size_t(c * tokens + n)];
+  return out;
+}
+
+std::vector<float> from_tokens(std::span<const float> tm, int64_t channels, int64_t tokens) {
+  std::vector<float> out(size_t(channels * tokens));
+  for (int64_t c = 0; c < channels; c++)
+    for (int64_t n = 0; n < tokens; n++) out[size_t(c * tokens + n)] = tm[size_t(n * channels + c)];
+  return out;
+}
+
+std::vector<float> timestep_embedding(double t) {
+  std::vector<float> f(SsFlowConfig::kFreqDim);
+  const double T = 1000.0 * t;
+  const int half = int(SsFlowConfig::kFreqDim / 2);
+  for (int i = 0; i < half; i++) {
+    const double arg = T * std::exp(-std::log(10000.0) * i / half);
+    f[size_t(i)] = float(std::cos(arg));
+    f[size_t(half + i)] = float(std::sin(arg));
+  }
+  return f;
+}
+
+}  // namespace ember::trellis

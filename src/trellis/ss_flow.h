@@ -1,0 +1,85 @@
+// TRELLIS SparseStructureFlowModel on the GPU: weights from a stage (pack or memory) in GPU
+// buffers, and the forward graph, which mirrors ModulatedTransformerCrossBlock block by block
+// (DESIGN.md "TRELLIS"). Dispatches and bind groups are built once per context length; a forward
+// at batch 1 or 2 (conditional | unconditional) is then only recorded.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpu/kernel.h"
+#include "gpu/recorder.h"
+#include "kernels/dispatch.h"
+#include "kernels/qmatmul.h"
+#include "trellis/ss_flow_config.h"
+#include "trellis/stage_tensors.h"
+
+namespace ember::trellis {
+
+struct SsFlowOptions {
+  kernels::QMatmulGeometry matmul{};
+  uint32_t attention_queries = 128;  // queries per flash-attention workgroup (H200: 128 > 64 > 32)
+  uint32_t attention_keys = 32;      // keys per workgroup-memory tile (quad variant)
+  bool subgroups = true;            // use subgroup reductions where the device has them
+  // GELU fused into the mlp.0 matmul's epilogue. Off by default: on the H200 (NVIDIA Vulkan) the
+  // fused variant ran 10x slower (8.7 ms vs 0.9 ms at 4096x3072x768), apparently its accumulators
+  // left registers; a separate in-place GELU pass costs ~0.05 ms.
+  bool fuse_gelu = false;
+  bool quad_attention = true;  // flash_attention_quad where the device has subgroups
+};
+
+class SsFlowModel {
+ public:
+  SsFlowModel(gpu::KernelCache& kernels, const TensorSource& source, const SsFlowOptions& options = {});
+  ~SsFlowModel();
+  SsFlowModel(const SsFlowModel&) = delete;
+  SsFlowModel& operator=(const SsFlowModel&) = delete;
+
+  const SsFlowConfig& config() const { return config_; }
+  const gpu::Device& device() const;
+  gpu::KernelCache& kernels() const { return kernels_; }
+
+  // The text context of batch rows 0 (conditional) and 1 (unconditional, may be empty for batch-1
+  // use): [ctx_tokens][cond_channels] f32 each. Computes every block's cross-attention k/v once.
+  void set_context(std::span<const float> cond, std::span<const float> neg, int64_t ctx_tokens);
+  int64_t context_tokens() const { return ctx_tokens_; }
+
+  // GPU side, for the sampler: the input [batch][tokens][in_channels] and output
+  // [batch][tokens][out_channels] (token-major, f32), and the timestep of each batch row.
+  const gpu::Buffer& input() const;
+  const gpu::Buffer& output() const;
+  void set_timesteps(const std::vector<double>& t) const;  // t in [0, 1]; the model sees 1000 t
+  void record_forward(gpu::Recorder& rec, int batch) const;
+
+  // One forward from host data: x [B][in_channels][tokens] (latent layout), t [B] (B = 1 or 2),
+  // context as set. Returns [B][out_channels][tokens].
+  std::vector<float> forward(const std::vector<float>& x, const std::vector<double>& t, gpu::Profiler* profiler = nullptr);
+
+  // Floating-point operations of one forward at `batch` (linear layers and attention).
+  double flops(int batch) const;
+
+ private:
+  struct Weights;
+  struct Buffers;
+  void build_graphs();
+
+  gpu::KernelCache& kernels_;
+  SsFlowOptions options_;
+  SsFlowConfig config_;
+  int64_t ctx_tokens_ = 0;
+  std::unique_ptr<Weights> w_;
+  std::unique_ptr<Buffers> b_;
+  std::vector<kernels::Dispatch> graph_[2];  // batch 1, batch 2
+};
+
+// Latent layout [C][tokens] <-> token-major [tokens][C], for one batch row.
+std::vector<float> to_tokens(std::span<const float> latent, int64_t channels, int64_t tokens);
+std::vector<float> from_tokens(std::span<const float> tokens_major, int64_t channels, int64_t tokens);
+
+// The timestep frequency embedding [cos(T g_i), sin(T g_i)] (T = 1000 t, g_i = 10000^(-i/128)),
+// computed on the host in f64: WGSL sin/cos are only accurate within [-pi, pi].
+std::vector<float> timestep_embedding(double t);
+
+}  // namespace ember::trellis

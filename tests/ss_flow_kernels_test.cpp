@@ -1,0 +1,279 @@
+// The ss-flow kernel families, each against tests/reference on fresh random data at awkward sizes
+// (not multiples of the tiles), every variant, outputs poisoned first.
+#include <gtest/gtest.h>
+
+#include "gpu/recorder.h"
+#include "gpu_fixture.h"
+#include "kernels/flash_attention.h"
+#include "kernels/flow_elementwise.h"
+#include "kernels/layer_norm.h"
+#include "kernels/qmatmul.h"
+#include "reference/ss_flow_reference.h"
+#include "trellis/stage_upload.h"
+
+using namespace ember;
+using test::test_device;
+using test::test_kernels;
+
+namespace {
+
+gpu::Buffer upload(const std::vector<float>& v, const std::string& label = "in") {
+  gpu::Buffer b = test_device().create_storage(v.size() * 4, label);
+  test_device().upload(b, std::span<const float>(v));
+  return b;
+}
+
+gpu::Buffer poisoned(size_t n, const std::string& label = "out") { return upload(std::vector<float>(n, test::kPoison), label); }
+
+void run(const kernels::Dispatch& d) {
+  gpu::Recorder rec(test_device());
+  d.record(rec);
+  rec.submit();
+}
+
+std::vector<float> read(const gpu::Buffer& b) { return test_device().download_as<float>(b); }
+
+// A random matrix quantized as the pack stores it, plus its dequantized values and bias.
+struct TestLinear {
+  trellis::HostTensor w, b;
+  std::vector<float> wf, bf;
+  kernels::QuantizedMatrix gpu;
+};
+
+TestLinear make_linear(int64_t rows, int64_t cols, uint32_t seed) {
+  TestLinear l;
+  l.w = trellis::quantize_matrix(test::random_floats(size_t(rows * cols), seed, 0.1f), rows, cols);
+  l.b = trellis::raw_f16(test::random_floats(size_t(rows), seed + 1000), {rows});
+  trellis::TensorView wv{"w", l.w.shape, true, rows, cols, l.w.padded_rows, l.w.padded_columns, l.w.data, l.w.scales};
+  trellis::TensorView bv{"b", l.b.shape, false, 0, 0, 0, 0, l.b.data, {}};
+  l.wf = trellis::dequantize(wv);
+  l.bf = trellis::dequantize(bv);
+  l.gpu = trellis::upload_linear(test_device(), wv, bv);
+  return l;
+}
+
+}  // namespace
+
+TEST(SsFlowKernels, QuantizeRoundTripsWithinOneStep) {
+  auto w = test::random_floats(37 * 70, 5);
+  auto h = trellis::quantize_matrix(w, 37, 70);
+  EXPECT_EQ(h.padded_rows, 48);
+  EXPECT_EQ(h.padded_columns, 128);
+  trellis::TensorView v{"w", h.shape, true, 37, 70, 48, 128, h.data, h.scales};
+  auto back = trellis::dequantize(v);
+  EXPECT_LT(test::rel_l2(back, w), 0.01);
+}
+
+struct MatmulCase {
+  uint32_t tokens, rows, cols;
+};
+
+class SsFlowQMatmul : public ::testing::TestWithParam<std::tuple<kernels::QMatmulGeometry, kernels::Epilogue>> {};
+
+TEST_P(SsFlowQMatmul, MatchesReference) {
+  auto [geometry, epilogue] = GetParam();
+  uint32_t seed = 10;
+  for (auto c : std::vector<MatmulCase>{{1, 8, 8}, {37, 50, 100}, {130, 72, 130}, {2, 200, 64}}) {
+    TestLinear l = make_linear(c.rows, c.cols, seed++);
+    auto x = test::random_floats(size_t(c.tokens) * c.cols, seed++);
+    auto ref = reference::linear(x, c.tokens, c.cols, l.wf, l.bf, c.rows);
+    std::vector<float> y0(size_t(c.tokens) * c.rows, test::kPoison);
+    std::vector<float> extra;
+    const uint32_t tpb = (c.tokens + 1) / 2, period = c.tokens > 3 ? 3 : 1;
+    if (epilogue == kernels::Epilogue::Gelu) {
+      for (auto& e : ref) e = reference::gelu_tanh(e);
+    } else if (epilogue == kernels::Epilogue::GatedResidual || epilogue == kernels::Epilogue::Residual) {
+      y0 = test::random_floats(y0.size(), seed++);
+      extra = test::random_floats(2 * c.rows + 5, seed++);  // two batches of gates at offset 5
+      for (uint32_t t = 0; t < c.tokens; t++)
+        for (uint32_t r = 0; r < c.rows; r++) {
+          const float g = epilogue == kernels::Epilogue::Residual ? 1.0f : extra[(t / tpb) * c.rows + 5 + r];
+          ref[t * c.rows + r] = y0[t * c.rows + r] + g * ref[t * c.rows + r];
+        }
+    } else if (epilogue == kernels::Epilogue::AddRows) {
+      extra = test::random_floats(size_t(period) * c.rows, seed++);
+      for (uint32_t t = 0; t < c.tokens; t++)
+        for (uint32_t r = 0; r < c.rows; r++) ref[t * c.rows + r] += extra[(t % period) * c.rows + r];
+    }
+    gpu::Buffer xb = upload(x), yb = upload(y0, "y");
+    gpu::Buffer eb = upload(extra.empty() ? std::vector<float>(4) : extra, "extra");
+    kernels::QMatmulArgs args{.x = &xb, .x_stride = c.cols, .w = &l.gpu, .y = &yb, .y_stride = c.rows, .tokens = c.tokens,
+                              .epilogue = epilogue, .extra = &eb, .tokens_per_batch = tpb, .gate_stride = c.rows,
+                              .gate_offset = 5, .add_period = period, .geometry = geometry};
+    run(kernels::qmatmul(test_kernels(), args));
+    EXPECT_LT(test::rel_l2(read(yb), ref), test::kF32Tolerance) << c.tokens << "x" << c.rows << "x" << c.cols;
+  }
+}
+
+std::string matmul_name(const ::testing::TestParamInfo<SsFlowQMatmul::ParamType>& info) {
+  const auto& g = std::get<0>(info.param);
+  static const char* names[] = {"none", "gelu", "gate", "residual", "addrows"};
+  std::string n = "t";
+  n += std::to_string(g.wg_tokens);
+  n += "r";
+  n += std::to_string(g.wg_rows);
+  n += "k";
+  n += std::to_string(g.k_step);
+  n += g.vec4 ? "v4_" : "_";
+  n += names[int(std::get<1>(info.param))];
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, SsFlowQMatmul,
+    ::testing::Combine(::testing::Values(kernels::QMatmulGeometry{2, 2, 16}, kernels::QMatmulGeometry{4, 8, 32},
+                                         kernels::QMatmulGeometry{16, 16, 16}, kernels::QMatmulGeometry{2, 2, 16, true},
+                                         kernels::QMatmulGeometry{4, 8, 32, true}, kernels::QMatmulGeometry{16, 16, 16, true}),
+                       ::testing::Values(kernels::Epilogue::None, kernels::Epilogue::Gelu, kernels::Epilogue::GatedResidual,
+                                         kernels::Epilogue::Residual, kernels::Epilogue::AddRows)),
+    matmul_name);
+
+class SsFlowLayerNorm : public ::testing::TestWithParam<std::tuple<bool, bool, bool>> {};
+
+TEST_P(SsFlowLayerNorm, MatchesReference) {
+  auto [affine, modulate, subgroups] = GetParam();
+  if (subgroups && !test_device().has_subgroups()) GTEST_SKIP() << "no subgroups";
+  uint32_t seed = 50;
+  for (auto [rows, ch] : std::vector<std::pair<uint32_t, uint32_t>>{{1, 7}, {5, 300}, {33, 768}}) {
+    auto x = test::random_floats(size_t(rows) * ch, seed++, 3.0f);
+    for (size_t i = 0; i < x.size(); i++) x[i] += 2.0f;  // a mean far from zero
+    auto wh = trellis::raw_f16(test::random_floats(ch, seed++), {ch});
+    auto bh = trellis::raw_f16(test::random_floats(ch, seed++), {ch});
+    auto wf = trellis::dequantize({"w", wh.shape, false, 0, 0, 0, 0, wh.data, {}});
+    auto bf = trellis::dequantize({"b", bh.shape, false, 0, 0, 0, 0, bh.data, {}});
+    const uint32_t tpb = (rows + 1) / 2, stride = 3 * ch;
+    auto mods = test::random_floats(2 * stride, seed++);
+    auto ref = affine ? reference::layer_norm(x, rows, ch, 1e-6, wf, bf) : reference::layer_norm(x, rows, ch, 1e-6);
+    if (modulate)
+      for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t c = 0; c < ch; c++) {
+          const float* m = &mods[(r / tpb) * stride];
+          ref[r * ch + c] = ref[r * ch + c] * (1.0f + m[2 * ch + c]) + m[ch + c];
+        }
+    gpu::Buffer xb = upload(x), yb = poisoned(x.size()), mb = upload(mods, "mods");
+    gpu::Buffer wb = trellis::upload_bytes(test_device(), wh.data, "w"), bb = trellis::upload_bytes(test_device(), bh.data, "b");
+    kernels::LayerNormArgs a{.x = &xb, .y = &yb, .rows = rows, .channels = ch, .eps = 1e-6f};
+    if (affine) {
+      a.weight = &wb;
+      a.bias = &bb;
+    }
+    if (modulate) {
+      a.mods = &mb;
+      a.tokens_per_batch = tpb;
+      a.mod_stride = stride;
+      a.shift_offset = ch;
+      a.scale_offset = 2 * ch;
+    }
+    a.subgroups = subgroups;
+    a.workgroup = 64;
+    run(kernels::layer_norm(test_kernels(), a));
+    EXPECT_LT(test::rel_l2(read(yb), ref), test::kF32Tolerance) << rows << "x" << ch;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, SsFlowLayerNorm, ::testing::Combine(::testing::Bool(), ::testing::Bool(), ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) ? "affine" : "plain") +
+                                  (std::get<1>(info.param) ? "_mod" : "") + (std::get<2>(info.param) ? "_subgroup" : "_shared");
+                         });
+
+TEST(SsFlowKernels, HeadRmsNormMatchesReference) {
+  const uint32_t rows = 37, heads = 3, stride = 3 * heads * 64;
+  auto x = test::random_floats(size_t(rows) * stride, 70, 2.0f);
+  std::fill(x.begin() + 3 * stride, x.begin() + 3 * stride + 64, 0.0f);  // a zero q vector: the 1e-12 floor
+  auto gq = trellis::raw_f16(test::random_floats(heads * 64, 71), {heads, 64});
+  auto gk = trellis::raw_f16(test::random_floats(heads * 64, 72), {heads, 64});
+  auto ref = x;
+  reference::head_rms_norm(ref, rows, stride, 0, heads, trellis::dequantize({"q", gq.shape, false, 0, 0, 0, 0, gq.data, {}}));
+  reference::head_rms_norm(ref, rows, stride, heads * 64, heads, trellis::dequantize({"k", gk.shape, false, 0, 0, 0, 0, gk.data, {}}));
+  gpu::Buffer xb = upload(x);
+  gpu::Buffer qb = trellis::upload_bytes(test_device(), gq.data, "gq"), kb = trellis::upload_bytes(test_device(), gk.data, "gk");
+  run(kernels::head_rms_norm(test_kernels(), {.x = &xb, .gamma_q = &qb, .gamma_k = &kb, .rows = rows, .heads = heads,
+                                              .stride = stride, .q_offset = 0, .k_offset = heads * 64}));
+  EXPECT_LT(test::rel_l2(read(xb), ref), test::kF32Tolerance);
+}
+
+struct AttentionCase {
+  uint32_t batch, heads, nq, nk;
+  bool self;
+};
+
+class SsFlowFlashAttention : public ::testing::TestWithParam<std::tuple<uint32_t, bool>> {};
+
+TEST_P(SsFlowFlashAttention, MatchesReferenceAtAwkwardLengths) {
+  const auto [bq, quad] = GetParam();
+  if (quad && !test_device().has_subgroups()) GTEST_SKIP() << "no subgroups";
+  uint32_t seed = 80;
+  for (auto c : std::vector<AttentionCase>{{1, 1, 1, 1, true}, {1, 2, 70, 70, true}, {2, 2, 131, 131, true},
+                                           {2, 3, 65, 77, false}, {1, 1, 33, 7, false}}) {
+    const uint32_t C = c.heads * 64;
+    std::vector<float> q, kv;
+    uint32_t q_stride, kv_stride, k_off, v_off;
+    if (c.self) {  // q | k | v in one buffer, as to_qkv writes it
+      q_stride = kv_stride = 3 * C;
+      k_off = C;
+      v_off = 2 * C;
+      q = test::random_floats(size_t(c.batch) * c.nq * q_stride, seed++, 2.0f);
+    } else {
+      q_stride = C;
+      kv_stride = 2 * C;
+      k_off = 0;
+      v_off = C;
+      q = test::random_floats(size_t(c.batch) * c.nq * q_stride, seed++, 2.0f);
+      kv = test::random_floats(size_t(c.batch) * c.nk * kv_stride, seed++);
+    }
+    const auto& kvh = c.self ? q : kv;
+    std::vector<float> ref;
+    for (uint32_t b = 0; b < c.batch; b++) {
+      std::vector<float> qb(q.begin() + size_t(b) * c.nq * q_stride, q.begin() + size_t(b + 1) * c.nq * q_stride);
+      std::vector<float> kb(kvh.begin() + size_t(b) * c.nk * kv_stride, kvh.begin() + size_t(b + 1) * c.nk * kv_stride);
+      auto r = reference::attention(qb, c.nq, q_stride, 0, kb, c.nk, kv_stride, k_off, v_off, c.heads, 0.125);
+      ref.insert(ref.end(), r.begin(), r.end());
+    }
+    gpu::Buffer qbuf = upload(q), kvbuf = upload(c.self ? std::vector<float>(4) : kv), out = poisoned(ref.size());
+    run(kernels::flash_attention(test_kernels(),
+                                 {.q = &qbuf, .kv = c.self ? &qbuf : &kvbuf, .out = &out, .batch = c.batch, .heads = c.heads,
+                                  .nq = c.nq, .nk = c.nk, .q_stride = q_stride, .q_offset = 0, .kv_stride = kv_stride,
+                                  .k_offset = k_off, .v_offset = v_off, .o_stride = C, .scale = 0.125f,
+                                  .queries_per_workgroup = bq, .quad = quad, .keys_per_tile = bq == 64 ? 64u : 32u}));
+    EXPECT_LT(test::rel_l2(read(out), ref), test::kF32Tolerance) << c.batch << "x" << c.heads << " " << c.nq << "x" << c.nk;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, SsFlowFlashAttention, ::testing::Combine(::testing::Values(32u, 64u), ::testing::Bool()),
+                         [](const auto& info) {
+                           std::string n = std::get<1>(info.param) ? "quad_bq" : "bq";
+                           n += std::to_string(std::get<0>(info.param));
+                           return n;
+                         });
+
+TEST(SsFlowKernels, ActivationsMatchReference) {
+  for (auto f : {kernels::Activation::Silu, kernels::Activation::GeluTanh}) {
+    auto x = test::random_floats(1001, 90, 4.0f);
+    x[0] = 80.0f;  // saturated ends
+    x[1] = -80.0f;
+    std::vector<float> ref(x.size());
+    for (size_t i = 0; i < x.size(); i++)
+      ref[i] = f == kernels::Activation::Silu ? reference::silu(x[i]) : reference::gelu_tanh(x[i]);
+    gpu::Buffer b = upload(x);
+    run(kernels::activation(test_kernels(), f, b, uint32_t(x.size())));
+    EXPECT_LT(test::rel_l2(read(b), ref), test::kF32Tolerance);
+  }
+}
+
+TEST(SsFlowKernels, EulerStepMatchesReference) {
+  for (uint32_t guided : {0u, 1u}) {
+    const uint32_t n = 999;
+    auto x = test::random_floats(n, 95), vel = test::random_floats(2 * n, 96);
+    const float dt = 0.0371f, s = 7.5f;
+    std::vector<float> ref(n);
+    for (uint32_t i = 0; i < n; i++) {
+      const double v = guided ? (1.0 + s) * vel[i] - double(s) * vel[n + i] : vel[i];
+      ref[i] = float(x[i] - dt * v);
+    }
+    gpu::Buffer xb = upload(x), vb = upload(vel);
+    gpu::Buffer pb = test_device().create_uniform(kernels::EulerParams{n, guided, dt, s}, "euler");
+    run(kernels::euler_step(test_kernels(), xb, vb, pb, n));
+    EXPECT_LT(test::rel_l2(read(xb), ref), test::kF32Tolerance);
+  }
+}
