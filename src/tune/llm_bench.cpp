@@ -17,6 +17,7 @@ namespace ember::tune {
 namespace {
 
 using WallClock = std::chrono::steady_clock;
+constexpr uint32_t kMinSteps = 8;  // fewest decode steps timed at a context
 double ms_since(WallClock::time_point t0) { return std::chrono::duration<double, std::milli>(WallClock::now() - t0).count(); }
 
 std::vector<uint32_t> random_ids(uint32_t vocab, size_t n, uint32_t seed) {
@@ -118,10 +119,13 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
   for (uint32_t context : options.contexts) {
     ContextBench cb;
     cb.context = context;
-    const uint32_t gen = std::max<uint32_t>(2, options.gen);
+    // The steps run from `context` on: fewer of them where the cache would overflow.
+    uint32_t gen = std::max<uint32_t>(2, options.gen);
+    if (context >= 1 && uint64_t(context) + gen + 2 > capacity && uint64_t(context) + 2 + kMinSteps <= capacity)
+      gen = capacity - context - 2;
+    cb.gen = gen;
     if (context < 1 || uint64_t(context) + gen + 2 > capacity) {
-      cb.skipped = "context + gen + 2 = " + std::to_string(uint64_t(context) + gen + 2) + " exceeds the model's " + std::to_string(capacity) +
-                   " positions";
+      cb.skipped = "context + " + std::to_string(kMinSteps) + " steps + 2 exceeds the model's " + std::to_string(capacity) + " positions";
       res.contexts.push_back(cb);
       continue;
     }
@@ -225,7 +229,7 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
 nlohmann::json LlmBenchResult::to_json() const {
   nlohmann::json ctx = nlohmann::json::array();
   for (const auto& c : contexts) {
-    nlohmann::json j = {{"context", c.context}};
+    nlohmann::json j = {{"context", c.context}, {"gen", c.gen}};
     if (!c.skipped.empty()) {
       j["skipped"] = c.skipped;
       ctx.push_back(j);
@@ -287,7 +291,7 @@ std::string LlmBenchResult::table() const {
   out += "\n";
   std::snprintf(line, sizeof line, "per token: %zu dispatches, %.2f MB of weights\n", dispatches, weight_bytes / 1e6);
   out += line;
-  std::snprintf(line, sizeof line, "%8s %10s %10s %10s %10s %9s %9s %10s %7s\n", "context", "tok/s", "GPU tok/s", "step us", "wall us", "GB/s",
+  std::snprintf(line, sizeof line, "%8s %6s %10s %10s %10s %10s %9s %9s %10s %7s\n", "context", "steps", "tok/s", "GPU tok/s", "step us", "wall us", "GB/s",
                 "floor us", "floor t/s", "x floor");
   out += line;
   for (const auto& c : contexts) {
@@ -296,7 +300,7 @@ std::string LlmBenchResult::table() const {
       out += line;
       continue;
     }
-    std::snprintf(line, sizeof line, "%8u %10.1f %10.1f %10.2f %10.2f %9.1f %9.2f %10.0f %6.2fx\n", c.context, c.decode_tok_s,
+    std::snprintf(line, sizeof line, "%8u %6u %10.1f %10.1f %10.2f %10.2f %9.1f %9.2f %10.0f %6.2fx\n", c.context, c.gen, c.decode_tok_s,
                   c.step_gpu_us > 0 ? 1e6 / c.step_gpu_us : 0.0, c.step_gpu_us, c.step_wall_us, c.achieved_gbps, c.floor_us,
                   c.floor_us > 0 ? 1e6 / c.floor_us : 0.0, c.floor_us > 0 ? c.step_gpu_us / c.floor_us : 0.0);
     out += line;

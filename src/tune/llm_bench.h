@@ -36,6 +36,7 @@ struct KernelCost {  // one kernel label of the per-dispatch profile, per decode
 
 struct ContextBench {
   uint32_t context = 0;
+  uint32_t gen = 0;              // decode steps timed (options.gen, fewer where the cache ends first)
   std::string skipped;           // non-empty: why not measured (capacity)
   double decode_tok_s = 0;       // generator wall clock (sampling included), median
   double step_gpu_us = 0;        // GPU time of one decode step (no sampler), timestamps, median

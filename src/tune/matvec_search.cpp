@@ -65,6 +65,16 @@ nlohmann::json MatvecConfigChoice::to_json() const {
           {"subgroupsPerRow", g.subgroups_per_row}};
 }
 
+namespace {
+nlohmann::json res_input_json(const std::optional<MatvecMeasurement>& m) {
+  if (!m) return nullptr;
+  nlohmann::json j = m->config.to_json();
+  j["us"] = m->us;
+  if (!m->rejected.empty()) j["rejected"] = m->rejected;
+  return j;
+}
+}  // namespace
+
 nlohmann::json MatvecShapeResult::to_json() const {
   nlohmann::json j = {{"shape", shape.key},
                       {"rows", shape.rows},
@@ -77,6 +87,7 @@ nlohmann::json MatvecShapeResult::to_json() const {
                       {"best_us", best.us},
                       {"speedup", best.us > 0 ? reference.us / best.us : 0.0},
                       {"best_gbps", best.us > 0 ? shape.bytes() / (best.us * 1e3) : 0.0},
+                      {"input", res_input_json(input)},
                       {"knee", MatvecConfigChoice{best.config.variant, knee}.to_json()},
                       {"tried", tried},
                       {"rejected", rejected},
@@ -117,7 +128,8 @@ std::vector<MatvecConfigChoice> matvec_space(const gpu::Device& device, const st
 }
 
 MatvecShapeResult search_matvec(gpu::KernelCache& kernels, KernelTimer& timer, const MatrixShape& shape, const kernels::Q4Matrix& w,
-                                const std::vector<MatvecConfigChoice>& space, Clock::time_point deadline) {
+                                const std::vector<MatvecConfigChoice>& space, Clock::time_point deadline,
+                                const std::optional<MatvecConfigChoice>& input) {
   const gpu::Device& device = kernels.device();
   MatvecShapeResult res;
   res.shape = shape;
@@ -164,6 +176,8 @@ MatvecShapeResult search_matvec(gpu::KernelCache& kernels, KernelTimer& timer, c
     throw Error("the reference matvec cannot run: " + res.reference.rejected, "ember tune, " + shape.key);
   res.best = res.reference;
   res.tried = 1;
+  auto is_input = [&](const MatvecConfigChoice& c) { return input && c.variant == input->variant && same(c.geometry, input->geometry); };
+  if (is_input(res.reference.config)) res.input = res.reference;
   std::vector<MatvecMeasurement> usable{res.reference};
   for (const auto& c : space) {
     if (Clock::now() >= deadline) {
@@ -173,6 +187,7 @@ MatvecShapeResult search_matvec(gpu::KernelCache& kernels, KernelTimer& timer, c
     if (c.variant == res.reference.config.variant && same(c.geometry, res.reference.config.geometry)) continue;
     MatvecMeasurement m = run(c, &ref_out, nullptr);
     res.tried++;
+    if (is_input(c)) res.input = m;
     if (m.rejected.rfind("invalid", 0) == 0) {
       res.invalid++;
       continue;

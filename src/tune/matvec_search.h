@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ struct MatvecShapeResult {
   MatrixShape shape;
   MatvecMeasurement reference;  // the default (carried, the safe geometry): the baseline
   MatvecMeasurement best;
+  std::optional<MatvecMeasurement> input;  // the pack's own choice for this shape, when measured
   kernels::MatvecGeometry knee;  // smallest geometry within 3% of the best
   int tried = 0, rejected = 0, invalid = 0;
   bool budget_hit = false;
@@ -64,7 +66,9 @@ kernels::MatvecGeometry reference_geometry(const gpu::Device& device);
 std::vector<MatvecConfigChoice> matvec_space(const gpu::Device& device, const std::vector<MatvecConfigChoice>& first);
 
 // Measures `space` (the reference first) on `w` until `deadline` (the reference is always measured).
+// `input`: the pack's current choice for this shape (reported as `input` when measured).
 MatvecShapeResult search_matvec(gpu::KernelCache& kernels, KernelTimer& timer, const MatrixShape& shape, const kernels::Q4Matrix& w,
-                                const std::vector<MatvecConfigChoice>& space, Clock::time_point deadline);
+                                const std::vector<MatvecConfigChoice>& space, Clock::time_point deadline,
+                                const std::optional<MatvecConfigChoice>& input = std::nullopt);
 
 }  // namespace ember::tune

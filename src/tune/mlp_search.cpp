@@ -11,7 +11,7 @@ namespace ember::tune {
 
 nlohmann::json MlpSearchResult::to_json() const {
   auto choice = [](const MlpChoice& c) { return nlohmann::json{{"mlpSlices", c.slices}, {"mlpWorkgroup", c.workgroup}}; };
-  return {{"default", choice(reference)}, {"default_us", reference_us}, {"best", choice(best)}, {"best_us", best_us},
+  return {{"default", choice(reference)}, {"default_us", reference_us}, {"best", choice(best)}, {"best_us", best_us}, {"input_us", input_us},
           {"speedup", best_us > 0 ? reference_us / best_us : 0.0}, {"tried", tried}, {"rejected", rejected},
           {"invalid", invalid}, {"budget_hit", budget_hit}};
 }
@@ -54,6 +54,8 @@ MlpSearchResult search_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const 
   res.best = res.reference;
   res.best_us = res.reference_us;
   res.tried = 1;
+  if (!first.empty() && first.front().slices == res.reference.slices && first.front().workgroup == res.reference.workgroup)
+    res.input_us = res.reference_us;
   std::vector<MlpChoice> space = first;
   for (uint32_t wg : {128u, 256u, 512u, 1024u})
     for (uint32_t slices : {10u, 20u, 40u, 60u, 80u, 120u, 160u, 320u})
@@ -66,6 +68,7 @@ MlpSearchResult search_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const 
     if (c.slices == res.reference.slices && c.workgroup == res.reference.workgroup) continue;
     double us = run(c, false);
     res.tried++;
+    if (!first.empty() && c.slices == first.front().slices && c.workgroup == first.front().workgroup) res.input_us = us;
     if (us == -2) res.invalid++;
     else if (us < 0) res.rejected++;
     else if (us < res.best_us) {

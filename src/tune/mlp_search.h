@@ -21,6 +21,7 @@ struct MlpChoice {
 struct MlpSearchResult {
   MlpChoice reference, best;
   double reference_us = 0, best_us = 0;
+  double input_us = 0;  // the input candidate's slices/workgroup (first of `first`), when measured
   int tried = 0, rejected = 0, invalid = 0;
   bool budget_hit = false;
   nlohmann::json to_json() const;

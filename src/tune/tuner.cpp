@@ -12,6 +12,12 @@ namespace ember::tune {
 namespace fs = std::filesystem;
 namespace {
 
+std::string fixed2(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f", v);
+  return b;
+}
+
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 Clock::time_point at(Clock::time_point t0, double seconds) {
@@ -90,8 +96,11 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
     const double left = std::max(0.0, matvec_end - seconds_since(t0));
     const auto deadline = at(Clock::now(), left / double(shapes.size() - i));
     auto w = weights.matrix(s.prefix, s.rows, s.cols);
-    auto space = matvec_space(device, current_choices(pack, s.key));
-    MatvecShapeResult r = search_matvec(kernels, timer, s, w, space, deadline);
+    auto current = current_choices(pack, s.key);
+    auto space = matvec_space(device, current);
+    std::optional<MatvecConfigChoice> input;
+    if (!current.empty()) input = current.front();
+    MatvecShapeResult r = search_matvec(kernels, timer, s, w, space, deadline, input);
     res.budget_hit |= r.budget_hit;
     char line[256];
     std::snprintf(line, sizeof line, "matvec %-13s %5ux%-5u %3d/%zu configs  default %8.2f us  best %8.2f us (%s)", s.key.c_str(), s.rows,
@@ -221,28 +230,28 @@ std::string TuneResult::table() const {
   std::snprintf(line, sizeof line, "ember tune on %s (subgroup %u): %.1f s of %.0f s%s\n", adapter.c_str(), subgroup_size, seconds, budget_s,
                 budget_hit ? " (budget reached: best so far)" : "");
   out += line;
-  std::snprintf(line, sizeof line, "%-14s %11s %6s %10s %10s %7s %8s  %s\n", "shape", "rows x cols", "tried", "default us", "best us",
-                "speedup", "GB/s", "best");
+  std::snprintf(line, sizeof line, "%-14s %11s %6s %10s %10s %10s %7s %8s  %s\n", "shape", "rows x cols", "tried", "default us", "input us",
+                "best us", "speedup", "GB/s", "best");
   out += line;
   for (const auto& r : matvec) {
-    std::snprintf(line, sizeof line, "%-14s %5ux%-5u %6d %10.2f %10.2f %6.2fx %8.1f  %s\n", r.shape.key.c_str(), r.shape.rows, r.shape.cols,
-                  r.tried, r.reference.us, r.best.us, r.best.us > 0 ? r.reference.us / r.best.us : 0.0,
+    std::snprintf(line, sizeof line, "%-14s %5ux%-5u %6d %10.2f %10s %10.2f %6.2fx %8.1f  %s\n", r.shape.key.c_str(), r.shape.rows, r.shape.cols,
+                  r.tried, r.reference.us, r.input && r.input->us > 0 ? fixed2(r.input->us).c_str() : "-", r.best.us, r.best.us > 0 ? r.reference.us / r.best.us : 0.0,
                   r.best.us > 0 ? r.shape.bytes() / (r.best.us * 1e3) : 0.0, r.best.config.describe().c_str());
     out += line;
   }
   for (const auto& p : flash) {
-    std::snprintf(line, sizeof line, "%-14s %11u %6zu %10.2f %10.2f %6.2fx %8s  %u blocks\n", "flash", p.positions, p.tried.size(),
-                  p.one_block_us, p.best_us, p.best_us > 0 ? p.one_block_us / p.best_us : 0.0, "", p.best_blocks);
+    std::snprintf(line, sizeof line, "%-14s %11u %6zu %10.2f %10s %10.2f %6.2fx %8s  %u blocks\n", "flash", p.positions, p.tried.size(),
+                  p.one_block_us, "", p.best_us, p.best_us > 0 ? p.one_block_us / p.best_us : 0.0, "", p.best_blocks);
     out += line;
   }
   if (mlp) {
-    std::snprintf(line, sizeof line, "%-14s %11s %6d %10.2f %10.2f %6.2fx %8s  slices %u, workgroup %u\n", "mlp (fused)", "", mlp->tried,
-                  mlp->reference_us, mlp->best_us, mlp->best_us > 0 ? mlp->reference_us / mlp->best_us : 0.0, "", mlp->best.slices,
+    std::snprintf(line, sizeof line, "%-14s %11s %6d %10.2f %10s %10.2f %6.2fx %8s  slices %u, workgroup %u\n", "mlp (fused)", "", mlp->tried,
+                  mlp->reference_us, mlp->input_us > 0 ? fixed2(mlp->input_us).c_str() : "-", mlp->best_us, mlp->best_us > 0 ? mlp->reference_us / mlp->best_us : 0.0, "", mlp->best.slices,
                   mlp->best.workgroup);
     out += line;
   }
   if (unfused_mlp_us > 0) {
-    std::snprintf(line, sizeof line, "%-14s %11s %6s %10s %10.2f\n", "mlp (unfused)", "", "", "", unfused_mlp_us);
+    std::snprintf(line, sizeof line, "%-14s %11s %6s %10s %10s %10.2f\n", "mlp (unfused)", "", "", "", "", unfused_mlp_us);
     out += line;
   }
   out += "mlpPair " + std::string(mlp_pair ? "on" : "off") + ": " + mlp_note + "\n";
