@@ -138,7 +138,16 @@ TEST(BenchLlm, JsonHasTheDocumentedFields) {
   EXPECT_GT(c["step_gpu_us"].get<double>(), 0);
   EXPECT_GT(c["floor_us"].get<double>(), 0);
   double dispatches = 0;
-  for (const auto& k : c["profile"]) dispatches += k["dispatches"].get<double>();
+  uint64_t profiled_bytes = 0;
+  for (const auto& k : c["profile"]) {
+    dispatches += k["dispatches"].get<double>();
+    profiled_bytes += k["bytes"].get<uint64_t>();
+    if (k["kernel"].get<std::string>().rfind("attention_decode", 0) == 0) {
+      EXPECT_GT(k["bytes"].get<uint64_t>(), 0u);
+    }
+  }
+  // Every matrix is attributed to its kernel (the norms' weights are not counted).
+  EXPECT_GE(profiled_bytes, model.decode_weight_bytes() - uint64_t(model.shape().hidden) * 4 * (2 * model.shape().layers() + 1));
   EXPECT_EQ(dispatches, double(model.decode_dispatches()));
   EXPECT_TRUE(j["contexts"][1].contains("skipped"));
 }

@@ -213,7 +213,9 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
         k.dispatches = double(e.count) / n;
         k.us = 1e3 * e.total_ms / n;
         for (const auto& [label, b] : bytes)
-          if (label == e.name || (label.find('.') == std::string::npos && e.name.rfind(label + ".", 0) == 0)) k.bytes += b;
+          if (label == e.name || (e.name.rfind(label, 0) == 0 && e.name.size() > label.size() &&
+                                  (e.name[label.size()] == '[' || e.name[label.size()] == '{')))
+            k.bytes += b;  // exact label, or a family name ("mlp_q4") before its [defines]{constants}
         k.floor_us = std::max(bw > 0 ? k.bytes / (bw * 1e3) : 0.0, k.dispatches * ceilings.dispatch_gpu_us);
         cb.kernels.push_back(k);
       }
@@ -309,16 +311,16 @@ std::string LlmBenchResult::table() const {
     if (c.kernels.empty()) continue;
     std::snprintf(line, sizeof line, "\nper-kernel GPU time of one decode step at context %u (each dispatch timed alone):\n", c.context);
     out += line;
-    std::snprintf(line, sizeof line, "%-60s %6s %9s %9s %9s %7s\n", "kernel", "n", "us", "MB", "floor us", "x floor");
+    std::snprintf(line, sizeof line, "%-72s %6s %9s %9s %9s %7s\n", "kernel", "n", "us", "MB", "floor us", "x floor");
     out += line;
     double total = 0;
     for (const auto& k : c.kernels) {
       total += k.us;
-      std::snprintf(line, sizeof line, "%-60s %6.1f %9.2f %9.3f %9.2f %6.2fx\n", k.kernel.substr(0, 60).c_str(), k.dispatches, k.us,
+      std::snprintf(line, sizeof line, "%-72s %6.1f %9.2f %9.3f %9.2f %6.2fx\n", k.kernel.substr(0, 72).c_str(), k.dispatches, k.us,
                     k.bytes / 1e6, k.floor_us, k.floor_us > 0 ? k.us / k.floor_us : 0.0);
       out += line;
     }
-    std::snprintf(line, sizeof line, "%-60s %6s %9.2f\n", "total", "", total);
+    std::snprintf(line, sizeof line, "%-72s %6s %9.2f\n", "total", "", total);
     out += line;
   }
   return out;
