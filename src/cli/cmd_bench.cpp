@@ -1,8 +1,10 @@
 // `ember bench <what>`: benchmarks that print a short table or JSON (medians, device named).
 #include <cstdio>
 
-#include "cli/commands.h"
+#include "cli/llm_options.h"
+#include "common/error.h"
 #include "tune/ceilings.h"
+#include "tune/llm_bench.h"
 
 namespace ember::cli {
 namespace {
@@ -39,6 +41,39 @@ void add_bench_gpu(CLI::App& bench) {
   });
 }
 
+void add_bench_llm(CLI::App& bench) {
+  auto* cmd = bench.add_subcommand("llm", "LLM speed: time to first token, prefill and decode tok/s per context, bytes and dispatches per "
+                                          "token, achieved bandwidth vs the floor (medians after one warm-up)");
+  struct Opts {
+    LlmOptions llm;
+    tune::LlmBenchOptions bench;
+    bool json = false;
+    uint64_t ceiling_mib = 1024;
+  };
+  auto o = std::make_shared<Opts>();
+  o->llm.add_to(*cmd, /*with_sampling=*/false);
+  cmd->add_option("--prompt", o->bench.prompt, "prompt tokens for time to first token and prefill")->capture_default_str();
+  cmd->add_option("--gen", o->bench.gen, "decode steps timed at each context")->capture_default_str();
+  cmd->add_option("--context", o->bench.contexts, "cache lengths to decode at (comma-separated)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--repeats", o->bench.repeats, "timed runs after one warm-up")->capture_default_str();
+  cmd->add_option("--in-flight", o->bench.in_flight, "generator steps submitted ahead")->capture_default_str();
+  cmd->add_flag("--profile", o->bench.profile, "per-kernel GPU time of a decode step at each context, vs each kernel's floor");
+  cmd->add_option("--ceiling-mib", o->ceiling_mib, "buffer read to measure the bandwidth ceiling, MiB")->capture_default_str();
+  cmd->add_flag("--json", o->json, "print JSON");
+  cmd->callback([o] {
+    if (o->bench.contexts.empty()) throw Error("no --context given", "--context", "give cache lengths, e.g. --context 128,1024,2048");
+    auto so = o->llm.session();
+    so.device.profiling = true;  // exact timestamps
+    so.model.quiet = o->llm.quiet || o->json;
+    llm::Session session(o->llm.model, so);
+    tune::Ceilings c = tune::measure_ceilings(session.device(), session.model().kernels(), o->ceiling_mib << 20);
+    tune::LlmBenchResult r = tune::bench_llm(session.model(), session.generator(), c, o->bench);
+    r.candidate_key = session.pack().candidate().key;
+    if (o->json) std::printf("%s\n", r.to_json().dump(2).c_str());
+    else std::printf("%s", r.table().c_str());
+  });
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
@@ -46,6 +81,7 @@ void add_bench_command(CLI::App& app) {
   bench->require_subcommand(1);
   add_bench_gpu(*bench);
   add_bench_ss_flow(*bench);
+  add_bench_llm(*bench);
 }
 
 }  // namespace ember::cli

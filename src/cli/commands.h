@@ -14,6 +14,7 @@ void add_devices_command(CLI::App& app);
 void add_bench_ss_flow(CLI::App& bench);  // under `ember bench`
 void add_ss_flow_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_tune_command(CLI::App& app);      // ember tune
 void add_pack_lfm2_command(CLI::App& app);   // `ember pack lfm2`
 void add_synth_lfm2_command(CLI::App& app);  // `ember synth lfm2`
 void add_inspect_command(CLI::App& app);     // `ember inspect DIR` (LLM or stage pack)

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   ember::cli::add_devices_command(app);
   ember::cli::add_bench_command(app);
+  ember::cli::add_tune_command(app);
   ember::cli::add_pack_lfm2_command(app);
   ember::cli::add_synth_lfm2_command(app);
   ember::cli::add_inspect_command(app);

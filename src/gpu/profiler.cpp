@@ -6,6 +6,9 @@
 #include "common/error.h"
 
 namespace ember::gpu {
+namespace {
+const char* const kPaddingRegion = "\x1f(unused query slots)";
+}  // namespace
 
 Profiler::Profiler(const Device& device, uint32_t capacity) : device_(device), capacity_(capacity) {
   if (!device.has_timestamps())
@@ -37,6 +40,9 @@ void Profiler::resolve(WGPUCommandEncoder encoder) {
   wgpuCommandEncoderResolveQuerySet(encoder, queries_.get(), 2 * first, 2 * count, resolved_.get(), 16ull * first);
   submitted_.insert(submitted_.end(), names_.begin(), names_.end());
   names_.clear();
+  // The next submit's resolve must land 256-aligned: skip query slots up to a multiple of 16
+  // regions (16 bytes each); collect() ignores them.
+  while (submitted_.size() % 16 != 0 && submitted_.size() < capacity_) submitted_.push_back(kPaddingRegion);
 }
 
 std::vector<Profiler::Region> Profiler::collect() {
@@ -52,6 +58,7 @@ std::vector<Profiler::Region> Profiler::collect() {
   std::vector<uint64_t> t(2 * submitted_.size());
   device_.map_read(readback_.get(), bytes, [&](const uint8_t* p) { std::memcpy(t.data(), p, bytes); });
   for (size_t i = 0; i < submitted_.size(); i++) {
+    if (submitted_[i] == kPaddingRegion) continue;
     Region r{submitted_[i], t[2 * i], std::max(t[2 * i], t[2 * i + 1])};
     auto& [n, ms] = totals_[r.name];
     n++;

@@ -51,13 +51,20 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
   const auto& rt = pack.runtime();
   const auto& c = pack.candidate();
   const auto& adapter = device.adapter();
+  // `ember tune` records the adapter it measured on (candidate.adapter).
+  std::string tuned_on;
+  if (auto it = c.extra.find("adapter"); it != c.extra.end() && it->is_string()) tuned_on = it->get<std::string>();
+  const std::string tuned_for = tuned_on.empty() ? "" : " on " + tuned_on;
   bool subgroup_ok = true;
   if (rt.expected_subgroup_size != 0 &&
       (rt.expected_subgroup_size < adapter.subgroup_min || rt.expected_subgroup_size > adapter.subgroup_max)) {
     subgroup_ok = false;
-    k.warnings.push_back("the pack's candidate was tuned for subgroup size " + std::to_string(rt.expected_subgroup_size) +
+    k.warnings.push_back("the pack's candidate was tuned" + tuned_for + " for subgroup size " + std::to_string(rt.expected_subgroup_size) +
                          " but this adapter (" + adapter.name() + ") has " + std::to_string(adapter.subgroup_min) +
                          "; using default kernel geometry (run `ember tune` to tune for this GPU)");
+  } else if (!tuned_on.empty() && tuned_on != adapter.name()) {
+    k.warnings.push_back("the pack's candidate was tuned on " + tuned_on + ", not on this adapter (" + adapter.name() +
+                         "); its choices run here but may be slow (run `ember tune` to tune for this GPU)");
   }
   k.unfused = c.unfused;
   k.subgroups = device.has_subgroups();

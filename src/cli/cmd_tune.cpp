@@ -1,0 +1,57 @@
+// `ember tune`: autotunes a pack's candidate for this GPU and writes runtime.json.
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "tune/tuner.h"
+
+namespace ember::cli {
+
+void add_tune_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "tune",
+      "search the pack's kernel choices on this GPU (matvec variant x geometry per matrix shape, flash-decoding blocks per "
+      "position, fused-MLP slices/workgroup) with GPU timestamps on the pack's weights, reject any choice whose output differs "
+      "from the reference, and write runtime.json");
+  struct Opts {
+    std::string model, out;
+    GpuOptions gpu;
+    tune::TuneOptions tune;
+    bool json = false, quiet = false;
+  };
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("--model", o->model, "model directory (runtime.json, weights.bin)")->required();
+  cmd->add_option("--budget", o->tune.budget_s, "seconds for the whole search; stops early and keeps the best so far")->capture_default_str();
+  cmd->add_option("--out", o->out, "runtime.json to write (default: MODEL/runtime.json, the old one kept as runtime.json.bak)");
+  cmd->add_flag("--allow-mlp-pair", o->tune.allow_mlp_pair,
+                "let the tuner switch the fused MLP (mlpPair) on or off by time. mlpPair decides which copy of each down matrix "
+                "is the model's weight (down.kquant when on, down.quant when off): the two copies are quantized separately, so "
+                "switching changes the model's logits slightly. Without this flag the input's mlpPair is kept (its slices and "
+                "workgroup are tuned when it is on)");
+  cmd->add_option("--repeats", o->tune.repeats, "timed runs per configuration after one warm-up (median)")->capture_default_str();
+  cmd->add_flag("--json", o->json, "print the search summary as JSON on stdout (progress stays on stderr)");
+  cmd->add_flag("--quiet", o->quiet, "no progress on stderr");
+  o->gpu.add_to(*cmd);
+  cmd->callback([o] {
+    namespace fs = std::filesystem;
+    if (o->tune.budget_s <= 0) throw Error("--budget must be positive", "--budget", "give seconds, e.g. --budget 120");
+    auto pack = formats::LlmPack::open(o->model);
+    o->gpu.device.profiling = true;  // exact timestamps
+    gpu::Device device = gpu::Device::open(o->gpu.device);
+    gpu::KernelCache kernels(device);
+    if (!o->quiet) o->tune.progress = [](const std::string& line) { std::fprintf(stderr, "tune: %s\n", line.c_str()); };
+    tune::TuneResult r = tune::tune_llm(pack, device, kernels, o->tune);
+    const fs::path out = o->out.empty() ? fs::path(o->model) / "runtime.json" : fs::path(o->out);
+    tune::write_runtime_json(r.file, out, /*backup=*/true);  // an overwritten runtime.json is kept as .bak
+    if (o->json) {
+      nlohmann::json j = r.to_json();
+      j["out"] = out.string();
+      std::printf("%s\n", j.dump(2).c_str());
+    } else {
+      std::printf("%swrote %s\n", r.table().c_str(), out.string().c_str());
+    }
+  });
+}
+
+}  // namespace ember::cli

@@ -1,0 +1,329 @@
+#include "tune/llm_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <random>
+
+#include "common/error.h"
+#include "gpu/profiler.h"
+#include "gpu/recorder.h"
+#include "kernels/matvec_q4.h"
+#include "tune/kernel_timer.h"
+#include "tune/matvec_search.h"
+
+namespace ember::tune {
+namespace {
+
+using WallClock = std::chrono::steady_clock;
+constexpr uint32_t kMinSteps = 8;  // fewest decode steps timed at a context
+double ms_since(WallClock::time_point t0) { return std::chrono::duration<double, std::milli>(WallClock::now() - t0).count(); }
+
+std::vector<uint32_t> random_ids(uint32_t vocab, size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint32_t> ids(n);
+  for (auto& id : ids) id = rng() % vocab;
+  return ids;
+}
+
+llm::SamplingOptions greedy() {
+  llm::SamplingOptions s;
+  s.temperature = 0;
+  return s;
+}
+
+// Bytes per decode step read by each kernel label of the model's decode graph, where they can
+// be computed from the shape and the kernel choices: the matvecs (labels come from the same
+// kernel cache the model used), the fused MLP, attention over the KV cache.
+std::map<std::string, uint64_t> bytes_by_label(const llm::Lfm2Model& model, uint32_t context) {
+  std::map<std::string, uint64_t> out;
+  const auto& s = model.shape();
+  const auto& ch = model.choices();
+  for (const auto& m : matrix_shapes(s)) {
+    if (ch.mlp_pair && (m.key == "mlp_gate_up" || m.key == "mlp_down")) continue;
+    const auto& mv = ch.matvec_for(m.key);
+    kernels::MatvecQ4 k(model.kernels(), {.rows = m.rows, .cols = m.cols, .asymmetric = m.asymmetric, .variant = mv.variant,
+                                          .geometry = mv.geometry, .mode = m.mode});
+    out[k.kernel().label()] += m.bytes() * uint64_t(m.count);
+  }
+  const uint64_t H = s.hidden, F = s.ffn;
+  if (ch.mlp_pair) out["mlp_q4"] += uint64_t(s.layers()) * (2 * F * H / 2 + 2 * F * (H / 32) * 4 + F * H / 2 + F * (H / 32) * 4);
+  int attn = 0;
+  for (auto t : s.layer_types) attn += t == formats::LayerType::Attention;
+  out["attention_decode"] += uint64_t(attn) * 2 * context * uint64_t(s.kv_rows() + s.kv_heads * ch.padding) * 4;
+  return out;
+}
+
+uint64_t kv_bytes(const llm::Lfm2Model& model, uint32_t context) {
+  const auto& s = model.shape();
+  int attn = 0;
+  for (auto t : s.layer_types) attn += t == formats::LayerType::Attention;
+  return uint64_t(attn) * 2 * context * uint64_t(s.kv_rows() + s.kv_heads * model.choices().padding) * 4;
+}
+
+}  // namespace
+
+LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const Ceilings& ceilings, const LlmBenchOptions& options) {
+  const gpu::Device& device = model.device();
+  LlmBenchResult res;
+  res.device = device.adapter().to_json();
+  res.ceilings = ceilings;
+  res.options = options;
+  res.down_copy = model.choices().down_copy();
+  const int repeats = std::max(1, options.repeats);
+  const uint32_t capacity = model.capacity();
+  res.prompt = std::min<uint32_t>(std::max<uint32_t>(1, options.prompt), capacity > 2 ? capacity - 2 : 1);
+  const auto prompt = random_ids(model.vocab(), res.prompt, 1);
+
+  // ---- time to first token, prefill ----
+  std::vector<double> ttft, prefill;
+  for (int r = 0; r <= repeats; r++) {
+    generator.reset();
+    llm::GenerateOptions go;
+    go.max_tokens = 1;
+    go.in_flight = 1;
+    auto st = generator.generate(prompt, greedy(), go, [](uint32_t) { return true; });
+    model.reset();
+    auto t0 = WallClock::now();
+    model.prefill(prompt);
+    device.wait_idle();
+    double ms = ms_since(t0);
+    if (r > 0) {
+      ttft.push_back(st.ttft_ms);
+      prefill.push_back(ms);
+    }
+  }
+  res.ttft_ms = median(ttft);
+  res.prefill_ms = median(prefill);
+  res.prefill_tok_s = res.prefill_ms > 0 ? res.prompt / (res.prefill_ms / 1e3) : 0;
+  if (device.has_timestamps()) {
+    try {
+      gpu::Profiler prof(device, 2048);  // 2 queries each: WebGPU allows 4096
+      model.reset();
+      model.prefill(prompt, &prof);
+      double sum = 0;
+      for (const auto& region : prof.collect()) sum += region.ms();
+      res.prefill_gpu_ms = sum;
+      res.prefill_gpu_note = "sum of per-dispatch GPU times (each dispatch in its own timed pass)";
+    } catch (const Error& e) {
+      res.prefill_gpu_note = std::string("not measured: ") + e.what();
+      device.wait_idle();
+    }
+  } else {
+    res.prefill_gpu_note = "not measured: no timestamp-query";
+  }
+
+  // ---- decode at each context ----
+  const double bw = ceilings.read_gbps;  // bytes per ns
+  for (uint32_t context : options.contexts) {
+    ContextBench cb;
+    cb.context = context;
+    // The steps run from `context` on: fewer of them where the cache would overflow.
+    uint32_t gen = std::max<uint32_t>(2, options.gen);
+    if (context >= 1 && uint64_t(context) + gen + 2 > capacity && uint64_t(context) + 2 + kMinSteps <= capacity)
+      gen = capacity - context - 2;
+    cb.gen = gen;
+    if (context < 1 || uint64_t(context) + gen + 2 > capacity) {
+      cb.skipped = "context + " + std::to_string(kMinSteps) + " steps + 2 exceeds the model's " + std::to_string(capacity) + " positions";
+      res.contexts.push_back(cb);
+      continue;
+    }
+    const auto ids = random_ids(model.vocab(), context, 100 + context);
+    const auto next = random_ids(model.vocab(), gen, 200 + context);
+    std::vector<double> tok_s, gpu_us, wall_us;
+    for (int r = 0; r <= repeats; r++) {
+      generator.reset();
+      llm::GenerateOptions go;
+      go.max_tokens = gen + 1;
+      go.in_flight = options.in_flight;
+      auto st = generator.generate(ids, greedy(), go, [](uint32_t) { return true; });
+      // The decode graph alone (no sampler): steps back to back, one submit each. First wall
+      // clock, pipelined; then GPU timestamps, read back every kBatch steps.
+      auto refill = [&] {
+        model.reset();
+        model.prefill(ids);
+        device.upload(model.tokens(), std::span<const uint32_t>(next), uint64_t(context) * 4);
+        device.wait_idle();
+      };
+      refill();
+      auto t0 = WallClock::now();
+      for (uint32_t i = 0; i < gen; i++) {
+        gpu::Recorder rec(device);
+        model.record_decode(rec);
+        rec.submit();
+      }
+      device.wait_idle();
+      if (r > 0) wall_us.push_back(ms_since(t0) * 1e3 / gen);
+      std::vector<double> steps;
+      if (device.has_timestamps()) {
+        refill();
+        constexpr uint32_t kBatch = 64;  // a step may make several timed regions (copies split passes)
+        for (uint32_t first = 0; first < gen; first += kBatch) {
+          gpu::Profiler prof(device, 2048);
+          const uint32_t n = std::min(kBatch, gen - first);
+          for (uint32_t i = 0; i < n; i++) {
+            gpu::Recorder rec(device, &prof, gpu::Recorder::Timing::WholeSubmit, "step" + std::to_string(i));
+            model.record_decode(rec);
+            rec.submit();
+          }
+          std::map<std::string, std::pair<uint64_t, uint64_t>> span;  // step -> (first begin, last end)
+          for (const auto& region : prof.collect()) {
+            auto [it, fresh] = span.try_emplace(region.name, region.begin_ns, region.end_ns);
+            if (!fresh) {
+              it->second.first = std::min(it->second.first, region.begin_ns);
+              it->second.second = std::max(it->second.second, region.end_ns);
+            }
+          }
+          for (const auto& [name, se] : span) steps.push_back((se.second - se.first) / 1e3);
+        }
+      }
+      if (r > 0) {
+        tok_s.push_back(st.decode_tok_s);
+        if (!steps.empty()) gpu_us.push_back(median(steps));
+      }
+    }
+    cb.decode_tok_s = median(tok_s);
+    cb.step_gpu_us = median(gpu_us);
+    cb.step_wall_us = median(wall_us);
+    res.dispatches = model.decode_dispatches();
+    res.weight_bytes = model.decode_weight_bytes();
+    cb.bytes = res.weight_bytes + kv_bytes(model, context + gen / 2);
+    cb.achieved_gbps = cb.step_gpu_us > 0 ? cb.bytes / (cb.step_gpu_us * 1e3) : 0;
+    cb.bandwidth_floor_us = bw > 0 ? cb.bytes / (bw * 1e3) : 0;
+    cb.dispatch_floor_us = res.dispatches * ceilings.dispatch_gpu_us;
+    cb.floor_us = std::max(cb.bandwidth_floor_us, cb.dispatch_floor_us);
+
+    if (options.profile && device.has_timestamps()) {
+      model.reset();
+      model.prefill(ids);
+      device.upload(model.tokens(), std::span<const uint32_t>(next), uint64_t(context) * 4);
+      const uint32_t n = std::max<uint32_t>(1, std::min<uint32_t>(options.profile_steps, gen));
+      gpu::Profiler prof(device, 2048);  // 2 queries each: WebGPU allows 4096
+      for (uint32_t i = 0; i < n; i++) {
+        gpu::Recorder rec(device, &prof, gpu::Recorder::Timing::PerDispatch);
+        model.record_decode(rec);
+        rec.submit();
+        prof.collect();  // accumulates the per-label totals
+      }
+      const auto bytes = bytes_by_label(model, context);
+      for (const auto& e : prof.summary()) {
+        KernelCost k;
+        k.kernel = e.name;
+        k.dispatches = double(e.count) / n;
+        k.us = 1e3 * e.total_ms / n;
+        for (const auto& [label, b] : bytes)
+          if (label == e.name || (e.name.rfind(label, 0) == 0 && e.name.size() > label.size() &&
+                                  (e.name[label.size()] == '[' || e.name[label.size()] == '{')))
+            k.bytes += b;  // exact label, or a family name ("mlp_q4") before its [defines]{constants}
+        k.floor_us = std::max(bw > 0 ? k.bytes / (bw * 1e3) : 0.0, k.dispatches * ceilings.dispatch_gpu_us);
+        cb.kernels.push_back(k);
+      }
+    }
+    res.contexts.push_back(cb);
+  }
+  model.reset();
+  generator.reset();
+  device.check("bench llm");
+  return res;
+}
+
+nlohmann::json LlmBenchResult::to_json() const {
+  nlohmann::json ctx = nlohmann::json::array();
+  for (const auto& c : contexts) {
+    nlohmann::json j = {{"context", c.context}, {"gen", c.gen}};
+    if (!c.skipped.empty()) {
+      j["skipped"] = c.skipped;
+      ctx.push_back(j);
+      continue;
+    }
+    j.update({{"decode_tok_s", c.decode_tok_s},
+              {"step_gpu_us", c.step_gpu_us},
+              {"gpu_tok_s", c.step_gpu_us > 0 ? 1e6 / c.step_gpu_us : 0.0},
+              {"step_wall_us", c.step_wall_us},
+              {"bytes_per_token", c.bytes},
+              {"achieved_gbps", c.achieved_gbps},
+              {"floor_us", c.floor_us},
+              {"floor_tok_s", c.floor_us > 0 ? 1e6 / c.floor_us : 0.0},
+              {"bandwidth_floor_us", c.bandwidth_floor_us},
+              {"dispatch_floor_us", c.dispatch_floor_us},
+              {"gpu_vs_floor", c.floor_us > 0 ? c.step_gpu_us / c.floor_us : 0.0}});
+    if (!c.kernels.empty()) {
+      nlohmann::json ks = nlohmann::json::array();
+      for (const auto& k : c.kernels)
+        ks.push_back({{"kernel", k.kernel}, {"dispatches", k.dispatches}, {"us", k.us}, {"bytes", k.bytes}, {"floor_us", k.floor_us}});
+      j["profile"] = ks;
+    }
+    ctx.push_back(j);
+  }
+  return {{"device", device},
+          {"ceilings", ceilings.to_json()},
+          {"statistic", "median"},
+          {"repeats", options.repeats},
+          {"warmup", 1},
+          {"candidate", candidate_key},
+          {"down_copy", down_copy},
+          {"prompt_tokens", prompt},
+          {"gen_tokens", options.gen},
+          {"in_flight", options.in_flight},
+          {"ttft_ms", ttft_ms},
+          {"prefill_ms", prefill_ms},
+          {"prefill_tok_s", prefill_tok_s},
+          {"prefill_gpu_ms", prefill_gpu_ms >= 0 ? nlohmann::json(prefill_gpu_ms) : nlohmann::json()},
+          {"prefill_gpu_note", prefill_gpu_note},
+          {"dispatches_per_token", dispatches},
+          {"weight_bytes_per_token", weight_bytes},
+          {"contexts", ctx}};
+}
+
+std::string LlmBenchResult::table() const {
+  std::string out;
+  char line[320];
+  const std::string name = device.value("device", std::string());
+  std::snprintf(line, sizeof line, "device: %s   candidate %s (down.%s)   read %.1f GB/s, dispatch %.2f us (GPU)\n", name.c_str(),
+                candidate_key.c_str(), down_copy.c_str(), ceilings.read_gbps, ceilings.dispatch_gpu_us);
+  out += line;
+  std::snprintf(line, sizeof line, "prompt %u tokens: time to first token %.2f ms, prefill %.2f ms = %.0f tok/s", prompt, ttft_ms, prefill_ms,
+                prefill_tok_s);
+  out += line;
+  if (prefill_gpu_ms >= 0) {
+    std::snprintf(line, sizeof line, " (GPU %.2f ms)", prefill_gpu_ms);
+    out += line;
+  }
+  out += "\n";
+  std::snprintf(line, sizeof line, "per token: %zu dispatches, %.2f MB of weights\n", dispatches, weight_bytes / 1e6);
+  out += line;
+  std::snprintf(line, sizeof line, "%8s %6s %10s %10s %10s %10s %9s %9s %10s %7s\n", "context", "steps", "tok/s", "GPU tok/s", "step us", "wall us", "GB/s",
+                "floor us", "floor t/s", "x floor");
+  out += line;
+  for (const auto& c : contexts) {
+    if (!c.skipped.empty()) {
+      std::snprintf(line, sizeof line, "%8u skipped: %s\n", c.context, c.skipped.c_str());
+      out += line;
+      continue;
+    }
+    std::snprintf(line, sizeof line, "%8u %6u %10.1f %10.1f %10.2f %10.2f %9.1f %9.2f %10.0f %6.2fx\n", c.context, c.gen, c.decode_tok_s,
+                  c.step_gpu_us > 0 ? 1e6 / c.step_gpu_us : 0.0, c.step_gpu_us, c.step_wall_us, c.achieved_gbps, c.floor_us,
+                  c.floor_us > 0 ? 1e6 / c.floor_us : 0.0, c.floor_us > 0 ? c.step_gpu_us / c.floor_us : 0.0);
+    out += line;
+  }
+  for (const auto& c : contexts) {
+    if (c.kernels.empty()) continue;
+    std::snprintf(line, sizeof line, "\nper-kernel GPU time of one decode step at context %u (each dispatch timed alone):\n", c.context);
+    out += line;
+    std::snprintf(line, sizeof line, "%-72s %6s %9s %9s %9s %7s\n", "kernel", "n", "us", "MB", "floor us", "x floor");
+    out += line;
+    double total = 0;
+    for (const auto& k : c.kernels) {
+      total += k.us;
+      std::snprintf(line, sizeof line, "%-72s %6.1f %9.2f %9.3f %9.2f %6.2fx\n", k.kernel.substr(0, 72).c_str(), k.dispatches, k.us,
+                    k.bytes / 1e6, k.floor_us, k.floor_us > 0 ? k.us / k.floor_us : 0.0);
+      out += line;
+    }
+    std::snprintf(line, sizeof line, "%-72s %6s %9.2f\n", "total", "", total);
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace ember::tune

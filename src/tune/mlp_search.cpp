@@ -1,0 +1,105 @@
+#include "tune/mlp_search.h"
+
+#include <optional>
+
+#include "common/error.h"
+#include "kernels/elementwise.h"
+#include "kernels/mlp_q4.h"
+#include "tune/check.h"
+
+namespace ember::tune {
+
+nlohmann::json MlpSearchResult::to_json() const {
+  auto choice = [](const MlpChoice& c) { return nlohmann::json{{"mlpSlices", c.slices}, {"mlpWorkgroup", c.workgroup}}; };
+  return {{"default", choice(reference)}, {"default_us", reference_us}, {"best", choice(best)}, {"best_us", best_us}, {"input_us", input_us},
+          {"speedup", best_us > 0 ? reference_us / best_us : 0.0}, {"tried", tried}, {"rejected", rejected},
+          {"invalid", invalid}, {"budget_hit", budget_hit}};
+}
+
+MlpSearchResult search_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const formats::LlmShape& shape, const kernels::Q4Matrix& gate_up,
+                           const kernels::Q4Matrix& kquant, const std::vector<MlpChoice>& first, Clock::time_point deadline) {
+  const gpu::Device& device = kernels.device();
+  const uint32_t H = uint32_t(shape.hidden), F = uint32_t(shape.ffn);
+  gpu::Buffer h = device.create_storage(uint64_t(H) * 4, "tune.h");
+  gpu::Buffer x0 = device.create_storage(uint64_t(H) * 4, "tune.x0");
+  gpu::Buffer x = device.create_storage(uint64_t(H) * 4, "tune.x");
+  device.upload(h, std::span<const float>(random_input(H, 21)));
+  device.upload(x0, std::span<const float>(random_input(H, 22)));
+
+  MlpSearchResult res;
+  std::vector<float> ref_out;
+  // Returns the time, or a negative value (-1 rejected, -2 invalid).
+  auto run = [&](const MlpChoice& c, bool is_reference) -> double {
+    std::optional<kernels::MlpQ4> mlp;
+    kernels::MlpBound bound;
+    try {
+      mlp.emplace(kernels, kernels::MlpConfig{.hidden = H, .ffn = F, .slices = c.slices, .workgroup_size = c.workgroup});
+      bound = mlp->bind(gate_up, kquant, {&h}, {&x});
+    } catch (const Error&) {
+      if (is_reference) throw;
+      return -2;
+    }
+    gpu::Recorder rec(device);
+    rec.copy(x0, 0, x, 0, uint64_t(H) * 4);
+    mlp->record(rec, bound);
+    rec.submit();
+    auto got = device.download_as<float>(x);
+    if (is_reference) ref_out = got;
+    else if (!(rel_l2(got, ref_out) <= kRejectRelL2)) return -1;
+    return timer.time_us([&](gpu::Recorder& r) { mlp->record(r, bound); });
+  };
+
+  res.reference = {40, std::min<uint32_t>(256, device.limits().maxComputeInvocationsPerWorkgroup)};
+  res.reference_us = run(res.reference, true);
+  res.best = res.reference;
+  res.best_us = res.reference_us;
+  res.tried = 1;
+  if (!first.empty() && first.front().slices == res.reference.slices && first.front().workgroup == res.reference.workgroup)
+    res.input_us = res.reference_us;
+  std::vector<MlpChoice> space = first;
+  for (uint32_t wg : {128u, 256u, 512u, 1024u})
+    for (uint32_t slices : {10u, 20u, 40u, 60u, 80u, 120u, 160u, 320u})
+      if (slices <= F && wg <= device.limits().maxComputeInvocationsPerWorkgroup) space.push_back({slices, wg});
+  for (const auto& c : space) {
+    if (Clock::now() >= deadline) {
+      res.budget_hit = true;
+      break;
+    }
+    if (c.slices == res.reference.slices && c.workgroup == res.reference.workgroup) continue;
+    double us = run(c, false);
+    res.tried++;
+    if (!first.empty() && c.slices == first.front().slices && c.workgroup == first.front().workgroup) res.input_us = us;
+    if (us == -2) res.invalid++;
+    else if (us < 0) res.rejected++;
+    else if (us < res.best_us) {
+      res.best_us = us;
+      res.best = c;
+    }
+  }
+  return res;
+}
+
+double time_unfused_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const formats::LlmShape& shape, const kernels::Q4Matrix& gate_up,
+                        const kernels::Q4Matrix& down, const MatvecConfigChoice& gate_up_config, const MatvecConfigChoice& down_config) {
+  const gpu::Device& device = kernels.device();
+  const uint32_t H = uint32_t(shape.hidden), F = uint32_t(shape.ffn);
+  gpu::Buffer h = device.create_storage(uint64_t(H) * 4, "tune.h");
+  gpu::Buffer gu = device.create_storage(uint64_t(2 * F) * 4, "tune.gate_up");
+  gpu::Buffer act = device.create_storage(uint64_t(F) * 4, "tune.act");
+  gpu::Buffer x = device.create_storage(uint64_t(H) * 4, "tune.x");
+  device.upload(h, std::span<const float>(random_input(H, 21)));
+  kernels::MatvecQ4 gu_mv(kernels, {.rows = 2 * F, .cols = H, .variant = gate_up_config.variant, .geometry = gate_up_config.geometry});
+  kernels::MatvecQ4 down_mv(kernels, {.rows = H, .cols = F, .variant = down_config.variant, .geometry = down_config.geometry,
+                                      .mode = kernels::OutputMode::accumulate});
+  kernels::SiluMul silu(kernels, {.ffn = F});
+  auto gu_b = gu_mv.bind(gate_up, {&h}, {&gu});
+  auto down_b = down_mv.bind(down, {&act}, {&x});
+  auto silu_b = silu.bind({&gu}, {&act});
+  return timer.time_us([&](gpu::Recorder& rec) {
+    gu_mv.record(rec, gu_b);
+    silu.record(rec, silu_b, 1);
+    down_mv.record(rec, down_b);
+  });
+}
+
+}  // namespace ember::tune

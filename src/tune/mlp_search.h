@@ -1,0 +1,38 @@
+// The fused-MLP part of `ember tune` (candidate mlpPair/mlpSlices/mlpWorkgroup): slices x
+// workgroup sizes of mlp_q4 on a layer's real gate_up + down.kquant, each checked against the
+// default configuration (slices 40, workgroup 256); and, for the mlpPair decision, the unfused
+// chain (gate_up matvec, silu_mul, down matvec over down.quant) at the tuned matvec geometries.
+#pragma once
+
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/llm_runtime.h"
+#include "tune/kernel_timer.h"
+#include "tune/matvec_search.h"
+
+namespace ember::tune {
+
+struct MlpChoice {
+  uint32_t slices = 40, workgroup = 256;
+};
+
+struct MlpSearchResult {
+  MlpChoice reference, best;
+  double reference_us = 0, best_us = 0;
+  double input_us = 0;  // the input candidate's slices/workgroup (first of `first`), when measured
+  int tried = 0, rejected = 0, invalid = 0;
+  bool budget_hit = false;
+  nlohmann::json to_json() const;
+};
+
+// `layer_prefix`: "L0." (the layer whose weights are measured); `first`: choices tried first.
+MlpSearchResult search_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const formats::LlmShape& shape, const kernels::Q4Matrix& gate_up,
+                           const kernels::Q4Matrix& kquant, const std::vector<MlpChoice>& first, Clock::time_point deadline);
+
+// GPU time of the unfused MLP of one layer (the path the model takes with mlpPair off).
+double time_unfused_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const formats::LlmShape& shape, const kernels::Q4Matrix& gate_up,
+                        const kernels::Q4Matrix& down, const MatvecConfigChoice& gate_up_config, const MatvecConfigChoice& down_config);
+
+}  // namespace ember::tune

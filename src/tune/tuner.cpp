@@ -1,0 +1,269 @@
+#include "tune/tuner.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "llm/lfm2_weights.h"
+
+namespace ember::tune {
+namespace fs = std::filesystem;
+namespace {
+
+std::string fixed2(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f", v);
+  return b;
+}
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+Clock::time_point at(Clock::time_point t0, double seconds) {
+  return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+kernels::MatvecGeometry to_kernel(const formats::Geometry& g) {
+  return {uint32_t(g.workgroup_size), uint32_t(g.subgroup_size), uint32_t(g.rows_per_subgroup), uint32_t(g.subgroups_per_row)};
+}
+
+formats::Geometry to_format(const kernels::MatvecGeometry& g) {
+  formats::Geometry f;
+  f.workgroup_size = g.workgroup_size;
+  f.subgroup_size = g.subgroup_size;
+  f.rows_per_subgroup = g.rows_per_subgroup;
+  f.subgroups_per_row = g.subgroups_per_row;
+  return f;
+}
+
+// The pack's own choices for a shape (its candidate entry, its knee): measured first.
+std::vector<MatvecConfigChoice> current_choices(const formats::LlmPack& pack, const std::string& key) {
+  std::vector<MatvecConfigChoice> out;
+  kernels::Q4Variant dv = kernels::Q4Variant::carried;
+  try {
+    dv = kernels::parse_q4_variant(pack.runtime().dequant_variant);
+  } catch (const std::exception&) {
+  }
+  if (const auto* mc = pack.candidate().matvec_for(key)) {
+    try {
+      out.push_back({kernels::parse_q4_variant(mc->variant), to_kernel(mc->geometry)});
+    } catch (const std::exception&) {
+    }
+  }
+  if (const auto* g = pack.runtime().knee_for(key)) out.push_back({dv, to_kernel(*g)});
+  return out;
+}
+
+}  // namespace
+
+TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu::KernelCache& kernels, const TuneOptions& options) {
+  const auto t0 = Clock::now();
+  const double budget = std::max(0.0, options.budget_s);
+  auto say = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  if (!device.has_timestamps())
+    throw Error("ember tune needs the timestamp-query feature", device.adapter().name(), "use an adapter with timestamp queries");
+  TuneResult res;
+  res.file = pack.file();
+  res.adapter = device.adapter().name();
+  res.subgroup_size = device.subgroup_size();
+  res.budget_s = budget;
+  const auto& shape = pack.shape();
+  const auto& input = pack.candidate();
+
+  say("uploading the weights of " + pack.dir().string());
+  llm::Lfm2Weights weights(device, pack);
+  const uint64_t flush = options.flush_bytes >= 0 ? uint64_t(options.flush_bytes) : KernelTimer::default_flush_bytes(device);
+  KernelTimer timer(device, kernels, flush, options.repeats);
+
+  // mlpPair: kept from the input unless --allow-mlp-pair (then decided by time below).
+  const bool pair_fixed_on = input.mlp_pair && !input.unfused && !options.allow_mlp_pair;
+  const bool search_mlp_phase = (input.mlp_pair && !input.unfused) || options.allow_mlp_pair;
+  const bool has_attention = std::any_of(shape.layer_types.begin(), shape.layer_types.end(),
+                                         [](formats::LayerType t) { return t == formats::LayerType::Attention; });
+  const double matvec_end = budget * (search_mlp_phase ? 0.70 : 0.80);
+  const double flash_end = budget * (search_mlp_phase ? 0.85 : 0.95);
+  const double mlp_end = budget * 0.95;
+
+  // ---- matvec per shape ----
+  std::vector<MatrixShape> shapes;
+  for (const auto& s : matrix_shapes(shape))
+    if (!(pair_fixed_on && (s.key == "mlp_gate_up" || s.key == "mlp_down"))) shapes.push_back(s);
+  for (size_t i = 0; i < shapes.size(); i++) {
+    const MatrixShape& s = shapes[i];
+    const double left = std::max(0.0, matvec_end - seconds_since(t0));
+    const auto deadline = at(Clock::now(), left / double(shapes.size() - i));
+    auto w = weights.matrix(s.prefix, s.rows, s.cols);
+    auto current = current_choices(pack, s.key);
+    auto space = matvec_space(device, current);
+    std::optional<MatvecConfigChoice> input;
+    if (!current.empty()) input = current.front();
+    MatvecShapeResult r = search_matvec(kernels, timer, s, w, space, deadline, input);
+    res.budget_hit |= r.budget_hit;
+    char line[256];
+    std::snprintf(line, sizeof line, "matvec %-13s %5ux%-5u %3d/%zu configs  default %8.2f us  best %8.2f us (%s)", s.key.c_str(), s.rows,
+                  s.cols, r.tried, space.size() + 1, r.reference.us, r.best.us, r.best.config.describe().c_str());
+    say(line);
+    res.matvec.push_back(std::move(r));
+  }
+  auto best_of = [&](const std::string& key) -> const MatvecShapeResult* {
+    for (const auto& r : res.matvec)
+      if (r.shape.key == key) return &r;
+    return nullptr;
+  };
+
+  // ---- flash-decoding blocks per position ----
+  const int64_t capacity = pack.runtime().max_total_positions > 0 ? pack.runtime().max_total_positions : pack.runtime().max_positions;
+  std::vector<uint32_t> positions;
+  auto add_position = [&](int64_t p) {
+    p = std::min<int64_t>(p, capacity);
+    if (p > 0 && std::find(positions.begin(), positions.end(), uint32_t(p)) == positions.end()) positions.push_back(uint32_t(p));
+  };
+  add_position(pack.runtime().plan_position);
+  for (const auto& o : pack.runtime().flash_optima) add_position(o.positions);
+  std::sort(positions.begin(), positions.end());
+  if (has_attention && !positions.empty()) {
+    FlashSearch fs_opts;
+    fs_opts.padding = uint32_t(std::max<int64_t>(0, input.padding));
+    res.flash = search_flash(kernels, timer, shape, positions, fs_opts, at(t0, flash_end));
+    for (const auto& p : res.flash) {
+      res.budget_hit |= p.budget_hit;
+      char line[160];
+      std::snprintf(line, sizeof line, "flash  %5u positions  1 block %8.2f us  best %2u blocks %8.2f us", p.positions, p.one_block_us,
+                    p.best_blocks, p.best_us);
+      say(line);
+    }
+  }
+
+  // ---- fused MLP ----
+  res.mlp_pair = input.mlp_pair && !input.unfused;
+  if (!search_mlp_phase) {
+    res.mlp_note = "mlpPair is off in the input candidate: kept off (--allow-mlp-pair to consider the fused MLP, which makes down.kquant the model's down weight)";
+  } else {
+    const std::string L0 = formats::layer_prefix(0);
+    const uint32_t H = uint32_t(shape.hidden), F = uint32_t(shape.ffn);
+    auto gate_up = weights.matrix(L0 + "mlp.gate_up", 2 * F, H);
+    auto kquant = weights.matrix(L0 + "mlp.down", F, H, /*kmajor=*/true);
+    std::vector<MlpChoice> first;
+    if (input.mlp_slices > 0 && input.mlp_workgroup > 0) first.push_back({uint32_t(input.mlp_slices), uint32_t(input.mlp_workgroup)});
+    res.mlp = search_mlp(kernels, timer, shape, gate_up, kquant, first, at(t0, mlp_end));
+    res.budget_hit |= res.mlp->budget_hit;
+    char line[200];
+    std::snprintf(line, sizeof line, "mlp    fused  default %8.2f us  best %8.2f us (slices %u, workgroup %u)", res.mlp->reference_us,
+                  res.mlp->best_us, res.mlp->best.slices, res.mlp->best.workgroup);
+    say(line);
+    if (options.allow_mlp_pair && !input.unfused) {
+      const auto* gu = best_of("mlp_gate_up");
+      const auto* dn = best_of("mlp_down");
+      res.unfused_mlp_us = time_unfused_mlp(kernels, timer, shape, gate_up, weights.matrix(L0 + "mlp.down", H, F), gu->best.config, dn->best.config);
+      res.mlp_pair = res.mlp->best_us < res.unfused_mlp_us;
+      std::snprintf(line, sizeof line, "mlp    unfused %8.2f us -> mlpPair %s", res.unfused_mlp_us, res.mlp_pair ? "on" : "off");
+      say(line);
+      res.mlp_note = std::string("--allow-mlp-pair: fused vs unfused timed, mlpPair ") + (res.mlp_pair ? "on (down.kquant is the model's down weight)" : "off (down.quant is the model's down weight)");
+    } else {
+      res.mlp_note = "mlpPair kept on from the input candidate; slices and workgroup tuned";
+    }
+  }
+  res.unavailable.push_back("mlpHalfDot/mlpHalfProduct (f16 paths): no ember kernel has an f16 path yet" +
+                            std::string(device.has_f16() ? "" : "; this adapter has no shader-f16 either"));
+
+  // ---- the tuned runtime.json ----
+  formats::Runtime& rt = res.file.runtime;
+  formats::Candidate& c = res.file.candidate;
+  res.file.has_candidate = true;
+  c.key = "ember-tune";
+  c.extra["adapter"] = res.adapter;
+  std::map<std::string, int> wins;
+  for (const auto& r : res.matvec) {
+    formats::MatvecChoice mc;
+    mc.geometry = to_format(r.best.config.geometry);
+    mc.variant = kernels::q4_variant_name(r.best.config.variant);
+    wins[mc.variant] += 1;
+    auto it = std::find_if(c.matvec.begin(), c.matvec.end(), [&](const auto& e) { return e.first == r.shape.key; });
+    if (it != c.matvec.end()) it->second = mc;
+    else c.matvec.emplace_back(r.shape.key, mc);
+    auto kt = std::find_if(rt.knee.begin(), rt.knee.end(), [&](const auto& k) { return k.shape == r.shape.key; });
+    if (kt != rt.knee.end()) kt->geometry = to_format(r.knee);
+    else rt.knee.push_back({r.shape.key, to_format(r.knee), formats::OrderedJson::object()});
+  }
+  if (!wins.empty())
+    rt.dequant_variant = std::max_element(wins.begin(), wins.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+  if (!res.flash.empty()) {
+    rt.flash_optima.clear();
+    for (const auto& p : res.flash) rt.flash_optima.push_back({p.positions, p.best_blocks, formats::OrderedJson::object()});
+    c.flash = true;
+    c.flash_blocks = res.flash.front().best_blocks;
+    for (const auto& p : res.flash)
+      if (int64_t(p.positions) == std::min<int64_t>(rt.plan_position, capacity)) c.flash_blocks = p.best_blocks;
+  }
+  c.mlp_pair = res.mlp_pair;
+  if (res.mlp && res.mlp_pair) {
+    c.mlp_slices = res.mlp->best.slices;
+    c.mlp_workgroup = res.mlp->best.workgroup;
+  }
+  c.mlp_half_dot = "none";  // what ran here: f32 (the f16 options are unavailable, see above)
+  c.mlp_half_product = "none";
+  rt.expected_subgroup_size = device.subgroup_size();
+  res.seconds = seconds_since(t0);
+  device.check("ember tune");
+  return res;
+}
+
+nlohmann::json TuneResult::to_json() const {
+  nlohmann::json mv = nlohmann::json::array();
+  for (const auto& r : matvec) mv.push_back(r.to_json());
+  nlohmann::json fl = nlohmann::json::array();
+  for (const auto& p : flash) fl.push_back(p.to_json());
+  nlohmann::json j = {{"adapter", adapter}, {"subgroup_size", subgroup_size}, {"seconds", seconds}, {"budget_s", budget_s},
+                      {"budget_hit", budget_hit}, {"matvec", mv}, {"flash", fl}, {"mlp_pair", mlp_pair}, {"mlp_note", mlp_note},
+                      {"unavailable", unavailable}, {"candidate", formats::to_json(file.candidate)}};
+  j["mlp"] = mlp ? mlp->to_json() : nlohmann::json();
+  if (unfused_mlp_us > 0) j["unfused_mlp_us"] = unfused_mlp_us;
+  return j;
+}
+
+std::string TuneResult::table() const {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "ember tune on %s (subgroup %u): %.1f s of %.0f s%s\n", adapter.c_str(), subgroup_size, seconds, budget_s,
+                budget_hit ? " (budget reached: best so far)" : "");
+  out += line;
+  std::snprintf(line, sizeof line, "%-14s %11s %6s %10s %10s %10s %7s %8s  %s\n", "shape", "rows x cols", "tried", "default us", "input us",
+                "best us", "speedup", "GB/s", "best");
+  out += line;
+  for (const auto& r : matvec) {
+    std::snprintf(line, sizeof line, "%-14s %5ux%-5u %6d %10.2f %10s %10.2f %6.2fx %8.1f  %s\n", r.shape.key.c_str(), r.shape.rows, r.shape.cols,
+                  r.tried, r.reference.us, r.input && r.input->us > 0 ? fixed2(r.input->us).c_str() : "-", r.best.us, r.best.us > 0 ? r.reference.us / r.best.us : 0.0,
+                  r.best.us > 0 ? r.shape.bytes() / (r.best.us * 1e3) : 0.0, r.best.config.describe().c_str());
+    out += line;
+  }
+  for (const auto& p : flash) {
+    std::snprintf(line, sizeof line, "%-14s %11u %6zu %10.2f %10s %10.2f %6.2fx %8s  %u blocks\n", "flash", p.positions, p.tried.size(),
+                  p.one_block_us, "", p.best_us, p.best_us > 0 ? p.one_block_us / p.best_us : 0.0, "", p.best_blocks);
+    out += line;
+  }
+  if (mlp) {
+    std::snprintf(line, sizeof line, "%-14s %11s %6d %10.2f %10s %10.2f %6.2fx %8s  slices %u, workgroup %u\n", "mlp (fused)", "", mlp->tried,
+                  mlp->reference_us, mlp->input_us > 0 ? fixed2(mlp->input_us).c_str() : "-", mlp->best_us, mlp->best_us > 0 ? mlp->reference_us / mlp->best_us : 0.0, "", mlp->best.slices,
+                  mlp->best.workgroup);
+    out += line;
+  }
+  if (unfused_mlp_us > 0) {
+    std::snprintf(line, sizeof line, "%-14s %11s %6s %10s %10s %10.2f\n", "mlp (unfused)", "", "", "", "", unfused_mlp_us);
+    out += line;
+  }
+  out += "mlpPair " + std::string(mlp_pair ? "on" : "off") + ": " + mlp_note + "\n";
+  for (const auto& u : unavailable) out += "unavailable: " + u + "\n";
+  return out;
+}
+
+void write_runtime_json(const formats::RuntimeFile& file, const fs::path& out, bool backup) {
+  const std::string text = formats::to_json(file).dump(2) + "\n";
+  formats::parse_runtime_json(text, out.string());  // what we write must read back (throws otherwise)
+  if (backup && fs::exists(out)) write_file_atomic(fs::path(out.string() + ".bak"), read_file(out));
+  write_file_atomic(out, text);
+}
+
+}  // namespace ember::tune

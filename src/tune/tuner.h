@@ -1,0 +1,56 @@
+// `ember tune`: searches the candidate's space on this adapter (matvec variant x geometry per
+// matrix shape, flash-decoding blocks per position range, the fused MLP's slices and workgroup)
+// on the pack's real weights, within a time budget, and turns the winners into a runtime.json
+// in the seed's format (candidate, knee, flashOptima, dequantVariant, expectedSubgroupSize).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/llm_pack.h"
+#include "tune/flash_search.h"
+#include "tune/matvec_search.h"
+#include "tune/mlp_search.h"
+
+namespace ember::tune {
+
+struct TuneOptions {
+  double budget_s = 120;   // whole search, weight upload included; stops early, keeps the best so far
+  // mlpPair decides which down copy is the model (DESIGN.md "One model, one set of weights"):
+  // without this flag the input candidate's mlpPair is kept (its slices/workgroup tuned when on);
+  // with it, fused and unfused MLP are both timed and the faster one is written.
+  bool allow_mlp_pair = false;
+  int repeats = 5;         // timed runs per configuration after one warm-up (median)
+  int64_t flush_bytes = -1;  // cache flush between runs; -1: KernelTimer::default_flush_bytes
+  std::function<void(const std::string&)> progress;  // one line per step (stderr in the CLI)
+};
+
+struct TuneResult {
+  formats::RuntimeFile file;  // the tuned runtime.json
+  std::string adapter;
+  uint32_t subgroup_size = 0;
+  std::vector<MatvecShapeResult> matvec;
+  std::vector<FlashPoint> flash;
+  std::optional<MlpSearchResult> mlp;
+  double unfused_mlp_us = 0;  // with --allow-mlp-pair: the unfused chain at the tuned geometries
+  bool mlp_pair = false;
+  std::string mlp_note;       // why the MLP was (not) searched
+  std::vector<std::string> unavailable;  // options not searchable here (f16 paths)
+  double seconds = 0, budget_s = 0;
+  bool budget_hit = false;
+  nlohmann::json to_json() const;   // summary (everything measured; not runtime.json)
+  std::string table() const;        // best vs default per shape, speedup
+};
+
+TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu::KernelCache& kernels, const TuneOptions& options);
+
+// Writes `file` as runtime.json to `out` atomically; an existing `out` is first copied to
+// `out`.bak when `backup`.
+void write_runtime_json(const formats::RuntimeFile& file, const std::filesystem::path& out, bool backup);
+
+}  // namespace ember::tune

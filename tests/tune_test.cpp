@@ -1,0 +1,153 @@
+// ember tune and ember bench llm on lavapipe with the tiny pack: a short-budget tune writes a
+// runtime.json that LlmPack::open accepts and whose kernels still reproduce the CPU reference
+// logits; the benchmark's JSON has the documented fields.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "common/atomic_file.h"
+#include "gpu_fixture.h"
+#include "lfm2_test_pack.h"
+#include "llm/generator.h"
+#include "llm/kernel_choice.h"
+#include "llm/lfm2_model.h"
+#include "tune/llm_bench.h"
+#include "tune/tuner.h"
+
+using namespace ember;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path scratch(const std::string& name) { return fs::temp_directory_path() / "ember_tune_test" / std::to_string(getpid()) / name; }
+
+// Prompt then greedy decode steps: the GPU logits stay within the engine tests' tolerance.
+void expect_matches_reference(const fs::path& dir) {
+  auto pack = formats::LlmPack::open(dir);
+  llm::Lfm2Model model(test::test_device(), test::test_kernels(), pack, {.prefill_chunk = 8, .quiet = true});
+  EXPECT_TRUE(model.choices().warnings.empty()) << model.choices().warnings.front();
+  auto weights = test::reference_weights(pack, model.choices().down_copy());
+  reference::Lfm2Reference ref(weights);
+  std::mt19937 rng(3);
+  std::vector<uint32_t> ids(9);
+  for (auto& id : ids) id = rng() % model.vocab();
+  std::vector<float> want;
+  for (uint32_t id : ids) want = ref.step(id);
+  model.prefill(ids);
+  EXPECT_LT(test::rel_l2(model.device().download_as<float>(model.logits()), want), 1e-3) << "prompt logits";
+  for (int step = 0; step < 4; step++) {
+    uint32_t next = static_cast<uint32_t>(std::max_element(want.begin(), want.end()) - want.begin());
+    want = ref.step(next);
+    model.device().upload(model.tokens(), std::span<const uint32_t>(&next, 1), uint64_t(model.position()) * 4);
+    gpu::Recorder rec(model.device());
+    model.record_decode(rec);
+    rec.submit();
+    ASSERT_LT(test::rel_l2(model.device().download_as<float>(model.logits()), want), 1e-3) << "decode step " << step;
+  }
+}
+
+tune::TuneResult tune_into(const fs::path& dir, double budget, bool allow_mlp_pair = false) {
+  auto pack = formats::LlmPack::open(dir);
+  tune::TuneOptions o;
+  o.budget_s = budget;
+  o.repeats = 2;
+  o.allow_mlp_pair = allow_mlp_pair;
+  auto r = tune::tune_llm(pack, test::test_device(), test::test_kernels(), o);
+  tune::write_runtime_json(r.file, dir / "runtime.json", /*backup=*/true);
+  return r;
+}
+
+}  // namespace
+
+TEST(Tune, ShortBudgetWritesAValidRuntimeThatMatchesTheReference) {
+  fs::path dir = test::with_candidate(test::lfm2_test_pack("tiny"), scratch("plain"), nlohmann::json::object());
+  const std::string before = read_file(dir / "runtime.json");
+  auto r = tune_into(dir, 2.0);
+  EXPECT_LT(r.seconds, 2.0 + 1.5) << "budget not respected";
+  EXPECT_EQ(r.matvec.size(), 7u);
+  for (const auto& m : r.matvec) {
+    EXPECT_GT(m.reference.us, 0) << m.shape.key;
+    EXPECT_LE(m.best.us, m.reference.us) << m.shape.key;
+  }
+  EXPECT_EQ(read_file(dir / "runtime.json.bak"), before);
+  auto pack = formats::LlmPack::open(dir);  // validates
+  const auto& c = pack.candidate();
+  EXPECT_EQ(c.key, "ember-tune");
+  EXPECT_EQ(c.extra.value("adapter", std::string()), test::test_device().adapter().name());
+  EXPECT_FALSE(c.mlp_pair);  // kept from the input without --allow-mlp-pair
+  for (const char* k : {"attn_qkv", "attn_o_proj", "conv_in_proj", "conv_out_proj", "mlp_gate_up", "mlp_down", "head"})
+    EXPECT_NE(c.matvec_for(k), nullptr) << k;
+  EXPECT_EQ(pack.runtime().expected_subgroup_size, int64_t(test::test_device().subgroup_size()));
+  EXPECT_FALSE(pack.runtime().flash_optima.empty());
+  EXPECT_TRUE(c.flash);
+  EXPECT_FALSE(r.table().empty());
+  EXPECT_TRUE(r.to_json().contains("matvec"));
+  expect_matches_reference(dir);
+  fs::remove_all(dir);
+}
+
+TEST(Tune, FusedMlpInputIsTunedAndKeepsKquantAsTheModel) {
+  fs::path dir = test::with_candidate(test::lfm2_test_pack("tiny"), scratch("pair"),
+                                      {{"mlpPair", true}, {"mlpSlices", 5}, {"mlpWorkgroup", 128}});
+  auto r = tune_into(dir, 2.0);
+  ASSERT_TRUE(r.mlp.has_value());
+  EXPECT_GT(r.mlp->tried, 0);
+  auto pack = formats::LlmPack::open(dir);
+  EXPECT_TRUE(pack.candidate().mlp_pair);
+  EXPECT_EQ(std::string(pack.candidate().down_copy()), "kquant");
+  EXPECT_GT(pack.candidate().mlp_slices, 0);
+  expect_matches_reference(dir);
+  fs::remove_all(dir);
+}
+
+TEST(Tune, CandidateTunedOnAnotherAdapterSaysSo) {
+  fs::path dir = test::with_candidate(test::lfm2_test_pack("tiny"), scratch("elsewhere"), {{"adapter", "NVIDIA H200"}});
+  auto pack = formats::LlmPack::open(dir);
+  auto k = llm::choose_kernels(pack, test::test_device());
+  ASSERT_FALSE(k.warnings.empty());
+  EXPECT_NE(k.warnings.front().find("NVIDIA H200"), std::string::npos) << k.warnings.front();
+  fs::remove_all(dir);
+}
+
+TEST(BenchLlm, JsonHasTheDocumentedFields) {
+  auto pack = formats::LlmPack::open(test::lfm2_test_pack("tiny"));
+  llm::Lfm2Model model(test::test_device(), test::test_kernels(), pack, {.quiet = true});
+  llm::Generator gen(model);
+  auto ceilings = tune::measure_ceilings(test::test_device(), test::test_kernels(), 1 << 20, 1);
+  tune::LlmBenchOptions o;
+  o.prompt = 12;
+  o.gen = 4;
+  o.contexts = {8, 100000};
+  o.repeats = 1;
+  o.profile = true;
+  o.profile_steps = 1;
+  auto j = tune::bench_llm(model, gen, ceilings, o).to_json();
+  for (const char* k : {"device", "ceilings", "statistic", "repeats", "prompt_tokens", "gen_tokens", "ttft_ms", "prefill_ms", "prefill_tok_s",
+                        "prefill_gpu_ms", "dispatches_per_token", "weight_bytes_per_token", "down_copy", "contexts"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_GT(j["ttft_ms"].get<double>(), 0);
+  EXPECT_GT(j["prefill_tok_s"].get<double>(), 0);
+  EXPECT_EQ(j["dispatches_per_token"].get<size_t>(), model.decode_dispatches());
+  EXPECT_EQ(j["weight_bytes_per_token"].get<uint64_t>(), model.decode_weight_bytes());
+  ASSERT_EQ(j["contexts"].size(), 2u);
+  const auto& c = j["contexts"][0];
+  for (const char* k : {"context", "decode_tok_s", "step_gpu_us", "gpu_tok_s", "step_wall_us", "bytes_per_token", "achieved_gbps", "floor_us",
+                        "floor_tok_s", "bandwidth_floor_us", "dispatch_floor_us", "gpu_vs_floor", "profile"})
+    EXPECT_TRUE(c.contains(k)) << k;
+  EXPECT_GT(c["decode_tok_s"].get<double>(), 0);
+  EXPECT_GT(c["step_gpu_us"].get<double>(), 0);
+  EXPECT_GT(c["floor_us"].get<double>(), 0);
+  double dispatches = 0;
+  uint64_t profiled_bytes = 0;
+  for (const auto& k : c["profile"]) {
+    dispatches += k["dispatches"].get<double>();
+    profiled_bytes += k["bytes"].get<uint64_t>();
+    if (k["kernel"].get<std::string>().rfind("attention_decode", 0) == 0) {
+      EXPECT_GT(k["bytes"].get<uint64_t>(), 0u);
+    }
+  }
+  // Every matrix is attributed to its kernel (the norms' weights are not counted).
+  EXPECT_GE(profiled_bytes, model.decode_weight_bytes() - uint64_t(model.shape().hidden) * 4 * (2 * model.shape().layers() + 1));
+  EXPECT_EQ(dispatches, double(model.decode_dispatches()));
+  EXPECT_TRUE(j["contexts"][1].contains("skipped"));
+}
