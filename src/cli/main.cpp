@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   ember::cli::add_chat_command(app);
   ember::cli::add_tokenize_command(app);
   ember::cli::add_detokenize_command(app);
+  ember::cli::add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
