@@ -65,6 +65,7 @@ class ServerProcess {
   }
   bool alive() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string log() const {
     std::ifstream f(log_);
     return std::string(std::istreambuf_iterator<char>(f), {});
@@ -73,6 +74,7 @@ class ServerProcess {
     auto c = std::make_unique<httplib::Client>("127.0.0.1", port_);
     c->set_read_timeout(timeout_s, 0);
     c->set_write_timeout(timeout_s, 0);
+    c->set_tcp_nodelay(true);
     return c;
   }
 

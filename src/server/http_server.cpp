@@ -46,6 +46,7 @@ HttpServer::HttpServer(llm::Session& session, Scheduler& scheduler, const Server
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   http_->set_payload_max_length(options.max_body_bytes);
   http_->set_keep_alive_max_count(1000);
+  http_->set_tcp_nodelay(true);  // headers and body go out as separate writes: no Nagle delay between them
   scheduler_.on_done = [this](const Job& job) {
     metrics_.generation(static_cast<uint32_t>(job.request().prompt.size()), job.generated(), job.ttft_seconds(), job.decode_tokens_per_second());
   };

@@ -178,7 +178,7 @@ json parse_json_object(const std::string& body, uint32_t max_depth) {
   json j;
   try {
     j = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors, and numbers out of range (1e999)
     throw ApiError(400, std::string("the body is not valid JSON: ") + e.what(), "invalid_request_error", std::nullopt, "invalid_json");
   }
   if (!j.is_object()) throw ApiError(400, "the body must be a JSON object, got " + type_name(j), "invalid_request_error", std::nullopt, "invalid_json");
