@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   ember::cli::add_detokenize_command(app);
   ember::cli::add_chat_template_command(app);
   ember::cli::add_ss_flow_command(app);
+  ember::cli::add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,67 @@
+// `ember serve`: an OpenAI-compatible HTTP server (src/server) over one loaded model, with
+// continuous batching over --parallel sequence slots. SIGTERM/SIGINT: stop admitting, let
+// in-flight requests finish for --shutdown-grace seconds, cancel the rest, exit 0.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <pthread.h>
+#include <thread>
+
+#include "cli/llm_options.h"
+#include "common/error.h"
+#include "server/http_server.h"
+#include "server/scheduler.h"
+
+namespace ember::cli {
+
+void add_serve_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("serve", "serve the model over an OpenAI-compatible HTTP API (chat, completions, streaming)");
+  struct Opts {
+    LlmOptions llm;
+    server::ServerOptions http;
+    server::SchedulerOptions sched;
+    double grace_s = 10;
+  };
+  auto o = std::make_shared<Opts>();
+  o->llm.add_to(*cmd, /*with_sampling=*/false);
+  cmd->add_option("--host", o->http.host, "address to listen on")->capture_default_str();
+  cmd->add_option("--port", o->http.port, "port to listen on (0 = any free port, printed at start)")->capture_default_str();
+  cmd->add_option("--api-key", o->http.api_key, "require 'Authorization: Bearer KEY' on /v1/* routes");
+  cmd->add_option("--model-name", o->http.model_name, "model id reported by /v1/models (default: the model directory's name)");
+  cmd->add_option("--parallel", o->sched.parallel, "sequence slots decoded together (>= the pack's maxQueries)")->capture_default_str();
+  cmd->add_option("--queue", o->sched.queue, "requests that may wait for a slot; beyond them 503")->capture_default_str();
+  cmd->add_option("--max-body", o->http.max_body_bytes, "largest request body in bytes (413 beyond)")->capture_default_str();
+  cmd->add_option("--default-max-tokens", o->http.default_max_tokens, "max_tokens when a request gives none")->capture_default_str();
+  cmd->add_option("--max-tokens-cap", o->http.max_tokens_cap, "lower any larger max_tokens to this (0 = only the context bounds it)")
+      ->capture_default_str();
+  cmd->add_option("--shutdown-grace", o->grace_s, "seconds in-flight requests may finish after SIGTERM/SIGINT")->capture_default_str();
+  cmd->callback([o] {
+    // Signals are taken by one thread with sigwait; every other thread (created below) inherits the mask.
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error return, not a death
+
+    if (o->http.model_name.empty()) o->http.model_name = std::filesystem::absolute(o->llm.model).lexically_normal().filename().string();
+    if (o->http.model_name.empty()) o->http.model_name = "ember";
+    llm::Session session(o->llm.model, o->llm.session());
+    server::Scheduler scheduler(session, o->sched);
+    server::HttpServer http(session, scheduler, o->http);
+    const int port = http.bind();
+    std::printf("ember serve: listening on http://%s:%d (model %s, %u slots, queue %u, context %u)\n", o->http.host.c_str(), port,
+                o->http.model_name.c_str(), scheduler.parallel(), o->sched.queue, scheduler.capacity());
+    std::fflush(stdout);
+    std::thread listener([&] { http.listen(); });
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    std::fprintf(stderr, "ember serve: %s: finishing in-flight requests (up to %.0f s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT", o->grace_s);
+    scheduler.shutdown(std::chrono::milliseconds(static_cast<int64_t>(o->grace_s * 1000)));
+    http.stop();
+    listener.join();
+    std::fprintf(stderr, "ember serve: stopped\n");
+  });
+}
+
+}  // namespace ember::cli

@@ -1,0 +1,82 @@
+// One completion request on its way through the scheduler. The scheduler thread feeds it
+// generated ids (accept) and ends it (complete / fail); the client's HTTP thread waits for the
+// text as it comes (wait) and may cancel it (a disconnect). Text is produced here, on the
+// scheduler's side, so a stop string ends generation at exactly the token that completes it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "llm/sampling.h"
+#include "llm/tokenizer.h"
+#include "server/stop_matcher.h"
+
+namespace ember::server {
+
+struct JobRequest {
+  std::vector<uint32_t> prompt;
+  llm::SamplingOptions sampling;
+  uint32_t max_tokens = 16;
+  std::vector<std::string> stops;  // stop strings, matched on the decoded text
+};
+
+enum class Finish { None, Stop, Length, Cancelled, Error };
+const char* finish_reason(Finish f);  // OpenAI's finish_reason: "stop", else "length"
+
+class Job {
+ public:
+  using Clock = std::chrono::steady_clock;
+  Job(JobRequest request, const llm::Tokenizer& tokenizer, std::vector<uint32_t> stop_ids);
+  const JobRequest& request() const { return request_; }
+
+  // --- scheduler thread ---
+  // One generated id; false when generation must end here (stop id, stop string, cancelled).
+  bool accept(uint32_t id);
+  // Generation ended: with a stop (id or string), out of tokens/room (length), or cancelled.
+  void complete();
+  void fail(const std::string& message);
+  bool cancelled() const { return cancelled_.load(); }
+
+  // --- client thread ---
+  void cancel() { cancelled_.store(true); }
+  struct Update {
+    std::string text;  // new text since the previous wait
+    bool done = false;
+    Finish finish = Finish::None;
+    uint32_t completion_tokens = 0;
+    std::string error;  // with Finish::Error
+  };
+  // Waits up to `timeout` for new text or the end.
+  Update wait(std::chrono::milliseconds timeout);
+
+  // Timing and count for the metrics (scheduler thread, once done).
+  uint32_t generated() const { return generated_; }
+  double ttft_seconds() const;
+  double decode_tokens_per_second() const;
+
+ private:
+  void publish(std::string text, bool done, Finish finish);
+
+  JobRequest request_;
+  std::vector<uint32_t> stop_ids_;
+  llm::StreamingDetokenizer detok_;
+  StopMatcher stop_;
+  std::atomic<bool> cancelled_{false};
+  bool stopped_ = false;  // scheduler side: hit a stop id or string
+  uint32_t generated_ = 0;
+  Clock::time_point created_ = Clock::now(), first_token_{}, finished_{};
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::string unread_;
+  bool done_ = false;
+  Finish finish_ = Finish::None;
+  std::string error_;
+};
+
+}  // namespace ember::server

@@ -1,0 +1,45 @@
+// Parsing and validation of the JSON bodies of /v1/chat/completions and /v1/completions into a
+// JobRequest. Every problem is an ApiError (400) naming the field (`param`) as OpenAI does.
+//
+// Field policy (docs in README text of the server issue):
+// - Unknown fields are refused (400, code "unknown_parameter", the field named), like OpenAI's
+//   "Unrecognized request argument". Known OpenAI fields ember does not implement are accepted
+//   only with their neutral value (n = 1, logprobs false/null, logit_bias {}, echo false, ...).
+// - null means "not given" for every optional field.
+// - presence_penalty / frequency_penalty (each in [-2, 2]) have no exact counterpart in the GPU
+//   sampler; when repetition_penalty is not given they map to a multiplicative repetition
+//   penalty of clamp(1 + (presence + frequency) / 2, 0.5, 2) over the last 64 tokens.
+// - Sampling defaults are OpenAI's: temperature 1, top_p 1, no top_k (the sampler's 64-candidate
+//   bound applies), min_p 0; seed random unless given.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "llm/tokenizer.h"
+#include "server/job.h"
+
+namespace ember::server {
+
+struct ParseLimits {
+  uint32_t capacity = 0;             // positions per sequence: prompt + generated
+  uint32_t default_max_tokens = 256;
+  uint32_t max_tokens_cap = 0;       // larger max_tokens are lowered to this (0 = no cap but the context)
+  uint32_t max_json_depth = 64;      // deeper nesting is refused before parsing (stack safety)
+};
+
+struct ParsedRequest {
+  JobRequest job;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  std::string model;           // as the client named it ("" when not given)
+};
+
+ParsedRequest parse_chat_request(const std::string& body, const llm::Tokenizer& tokenizer, const ParseLimits& limits);
+ParsedRequest parse_completion_request(const std::string& body, const llm::Tokenizer& tokenizer, const ParseLimits& limits);
+
+// Throws ApiError when `body` is not one JSON object nested at most `max_depth` deep.
+nlohmann::json parse_json_object(const std::string& body, uint32_t max_depth);
+
+}  // namespace ember::server

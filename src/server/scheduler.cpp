@@ -1,0 +1,213 @@
+#include "server/scheduler.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/error.h"
+#include "server/api_error.h"
+
+namespace ember::server {
+
+Scheduler::Scheduler(llm::Session& session, const SchedulerOptions& options) : session_(session), options_(options) {
+  const auto& pack = session.pack();
+  if (options.parallel < 1 || options.parallel < pack.runtime().max_queries)
+    throw Error("--parallel " + std::to_string(options.parallel) + " is below the pack's maxQueries (" +
+                    std::to_string(pack.runtime().max_queries) + ")",
+                "--parallel", "give --parallel >= " + std::to_string(std::max<int64_t>(1, pack.runtime().max_queries)));
+  llm::Lfm2Model& base = session.model();
+  capacity_ = base.capacity();
+  sample_vocab_ = std::min<uint32_t>(static_cast<uint32_t>(session.tokenizer().vocab_size()), base.vocab());
+  // The same sampler configuration as llm::Generator, so a slot samples exactly what
+  // `ember generate` would. One sampler serves every slot: its scratch buffer is reused by
+  // dispatches that run in order within the submit.
+  kernels::SamplerConfig sc;
+  sc.vocab = sample_vocab_;
+  sc.partials = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(256, sample_vocab_ / 64)));
+  sc.max_top_k = llm::SamplingOptions::kMaxTopK;
+  sc.window_max = llm::SamplingOptions::kMaxRepeatWindow;
+  sampler_ = std::make_unique<kernels::Sampler>(base.kernels(), sc);
+  const auto& device = session.device();
+  slots_.resize(options.parallel);
+  for (uint32_t i = 0; i < options.parallel; i++) {
+    Slot& s = slots_[i];
+    if (i == 0) {
+      s.model = &base;
+    } else {
+      s.owned = std::make_unique<llm::Lfm2Model>(base, llm::ModelOptions{.quiet = true});
+      s.model = s.owned.get();
+    }
+    s.params = device.create_storage(sizeof(kernels::SamplerParams), "slot.sampler.params");
+    s.groups = sampler_->bind({&s.model->logits()}, {&s.model->tokens()}, {&s.params});
+  }
+  readback_size_ = (uint64_t(options.parallel) * 4 + 255) / 256 * 256;
+  readback_ = device.create_buffer(readback_size_, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "slots.readback");
+  thread_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() { shutdown(std::chrono::milliseconds(0)); }
+
+std::shared_ptr<Job> Scheduler::submit(JobRequest request) {
+  auto job = std::make_shared<Job>(std::move(request), session_.tokenizer(), session_.stop_ids());
+  {
+    std::lock_guard lock(mutex_);
+    if (!accepting_) throw ApiError::busy("the server is shutting down");
+    if (active_ + waiting_.size() >= options_.parallel + options_.queue)
+      throw ApiError::busy("all " + std::to_string(options_.parallel) + " sequence slots and " + std::to_string(options_.queue) +
+                           " queue places are taken; retry later");
+    waiting_.push_back(job);
+  }
+  cv_.notify_all();
+  return job;
+}
+
+void Scheduler::shutdown(std::chrono::milliseconds grace) {
+  std::unique_lock lock(mutex_);
+  accepting_ = false;
+  if (!thread_.joinable()) return;
+  cv_.wait_for(lock, grace, [&] { return active_ == 0 && waiting_.empty(); });
+  cancel_all_ = stop_ = true;
+  lock.unlock();
+  cv_.notify_all();
+  thread_.join();
+}
+
+uint32_t Scheduler::active() const {
+  std::lock_guard lock(mutex_);
+  return active_;
+}
+uint32_t Scheduler::queued() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<uint32_t>(waiting_.size());
+}
+uint64_t Scheduler::steps() const {
+  std::lock_guard lock(mutex_);
+  return steps_;
+}
+
+void Scheduler::end(Slot& slot) {
+  slot.job->complete();
+  if (on_done) on_done(*slot.job);
+  slot.job.reset();
+  {
+    std::lock_guard lock(mutex_);
+    active_--;
+  }
+  cv_.notify_all();  // shutdown() waits for active_ == 0
+}
+
+// Moves waiting jobs into free slots (under the lock); the caller prefills them.
+void Scheduler::admit(std::vector<Slot*>& joined) {
+  std::lock_guard lock(mutex_);
+  for (auto& s : slots_) {
+    if (cancel_all_ && s.job) s.job->cancel();
+    if (s.job || waiting_.empty()) continue;
+    s.job = waiting_.front();
+    waiting_.pop_front();
+    if (cancel_all_) s.job->cancel();
+    s.steps = 0;
+    active_++;
+    joined.push_back(&s);
+  }
+}
+
+void Scheduler::run() {
+  while (true) {
+    {
+      std::unique_lock lock(mutex_);
+      cv_.wait(lock, [&] { return stop_ || !waiting_.empty() || active_ > 0; });
+      if (stop_ && waiting_.empty() && active_ == 0) return;
+    }
+    std::vector<Slot*> joined;
+    admit(joined);
+    for (Slot* s : joined) {
+      if (s->job->cancelled()) {
+        end(*s);
+        continue;
+      }
+      try {
+        s->model->reset();  // nothing of the slot's previous request survives
+        s->model->prefill(s->job->request().prompt);
+      } catch (const std::exception& e) {
+        s->job->fail(std::string("prefill failed: ") + e.what());
+        if (on_done) on_done(*s->job);
+        s->job.reset();
+        std::lock_guard lock(mutex_);
+        active_--;
+      }
+    }
+    for (auto& s : slots_)  // a client gone between steps frees its slot now
+      if (s.job && s.job->cancelled()) end(s);
+    if (active() == 0) continue;
+    try {
+      step();
+    } catch (const std::exception& e) {  // a GPU failure ends every request in the step
+      for (auto& s : slots_)
+        if (s.job) {
+          s.job->fail(std::string("generation failed: ") + e.what());
+          if (on_done) on_done(*s.job);
+          s.job.reset();
+          std::lock_guard lock(mutex_);
+          active_--;
+        }
+    }
+  }
+}
+
+void Scheduler::step() {
+  const auto& device = session_.device();
+  gpu::Recorder rec(device);
+  std::vector<Slot*> stepping;
+  for (uint32_t i = 0; i < slots_.size(); i++) {
+    Slot& s = slots_[i];
+    if (!s.job) continue;
+    // Exactly llm::Generator's step: decode the previous id (not for the first), sample the next
+    // into tokens[position], copy it out (here to this slot's word of the shared read-back).
+    if (s.steps > 0) s.model->record_decode(rec);
+    const auto& sampling = s.job->request().sampling;
+    const uint32_t pos = s.model->position();
+    kernels::SamplerParams p;
+    p.vocab = sample_vocab_;
+    p.temperature = sampling.temperature;
+    p.top_k = sampling.top_k;
+    p.top_p = sampling.top_p;
+    p.min_p = sampling.min_p;
+    p.repetition_penalty = sampling.repeat_penalty;
+    p.window_len = std::min(pos, sampling.repeat_last_n);
+    p.window_start = pos - p.window_len;
+    p.seed = static_cast<uint32_t>(sampling.seed ^ (sampling.seed >> 32));
+    p.step = s.steps;
+    p.out_slot = pos;
+    kernels::upload_params(device, s.params, p);
+    if (sampling.greedy()) sampler_->record_greedy(rec, s.groups);
+    else sampler_->record_sample(rec, s.groups);
+    rec.copy(s.model->tokens(), uint64_t(pos) * 4, readback_, uint64_t(i) * 4, 4);
+    stepping.push_back(&s);
+  }
+  rec.submit();
+
+  bool ready = false;
+  WGPUBufferMapCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_AllowProcessEvents;
+  cb.callback = [](WGPUMapAsyncStatus, WGPUStringView, void* u, void*) { *static_cast<bool*>(u) = true; };
+  cb.userdata1 = &ready;
+  wgpuBufferMapAsync(readback_.get(), WGPUMapMode_Read, 0, readback_size_, cb);
+  device.instance().wait_until([&] { return ready; });
+  device.check("batched decode step");
+  std::vector<uint32_t> ids(slots_.size());
+  std::memcpy(ids.data(), wgpuBufferGetConstMappedRange(readback_.get(), 0, readback_size_), ids.size() * 4);
+  wgpuBufferUnmap(readback_.get());
+  {
+    std::lock_guard lock(mutex_);
+    steps_++;
+  }
+
+  for (Slot* s : stepping) {
+    const uint32_t id = ids[static_cast<size_t>(s - slots_.data())];
+    s->steps++;
+    const bool go_on = s->job->accept(id);
+    const auto& r = s->job->request();
+    if (!go_on || s->steps >= std::max<uint32_t>(1, r.max_tokens) || s->model->position() + 1 >= capacity_) end(*s);
+  }
+}
+
+}  // namespace ember::server

@@ -1,0 +1,85 @@
+// Continuous batching: `parallel` sequence slots (each an Lfm2Model with its own caches, sharing
+// the session's GPU weights) decoded together. One scheduler thread owns the GPU; each step it
+// records the decode, the GPU sample and the id copy of EVERY active slot into one
+// gpu::Recorder, submits once and reads all ids back from one buffer. Requests join (prefill)
+// and leave (stop, length, cancel) between steps. Beyond the slots a bounded queue waits;
+// beyond the queue, submit() refuses with 503.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "kernels/sampler.h"
+#include "llm/session.h"
+#include "server/job.h"
+
+namespace ember::server {
+
+struct SchedulerOptions {
+  uint32_t parallel = 4;  // sequence slots
+  uint32_t queue = 16;    // requests that may wait for a slot
+};
+
+class Scheduler {
+ public:
+  Scheduler(llm::Session& session, const SchedulerOptions& options);
+  ~Scheduler();  // cancels what is left and joins the thread
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a request; throws ApiError (503) when every slot and queue place is taken or the
+  // server is shutting down.
+  std::shared_ptr<Job> submit(JobRequest request);
+
+  // Stops admitting new requests, lets accepted ones finish for up to `grace`, then cancels the
+  // rest and stops the thread.
+  void shutdown(std::chrono::milliseconds grace);
+
+  // Called on the scheduler thread when a job ends (metrics). Set before the first submit.
+  std::function<void(const Job&)> on_done;
+
+  uint32_t capacity() const { return capacity_; }  // positions per slot (prompt + generated)
+  uint32_t parallel() const { return static_cast<uint32_t>(slots_.size()); }
+  uint32_t active() const;
+  uint32_t queued() const;
+  uint64_t steps() const;
+
+ private:
+  struct Slot {
+    std::unique_ptr<llm::Lfm2Model> owned;  // slot 0 uses the session's model
+    llm::Lfm2Model* model = nullptr;
+    gpu::Buffer params;
+    kernels::Sampler::Groups groups;
+    std::shared_ptr<Job> job;
+    uint32_t steps = 0;  // ids sampled for the current job
+  };
+
+  void run();
+  void admit(std::vector<Slot*>& joined);
+  void step();
+  void end(Slot& slot);
+
+  llm::Session& session_;
+  SchedulerOptions options_;
+  uint32_t capacity_ = 0, sample_vocab_ = 0;
+  std::unique_ptr<kernels::Sampler> sampler_;
+  std::vector<Slot> slots_;
+  gpu::Buffer readback_;
+  uint64_t readback_size_ = 0;
+
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> waiting_;
+  uint32_t active_ = 0;
+  uint64_t steps_ = 0;
+  bool accepting_ = true, cancel_all_ = false, stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace ember::server
