@@ -12,6 +12,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "formats/json_text.h"
 
 namespace ember::formats {
 namespace {
@@ -27,20 +28,6 @@ DType parse_dtype(const std::string& s, const std::string& where) {
   if (s == "I32") return DType::I32;
   if (s == "I64") return DType::I64;
   throw Error("unsupported dtype '" + s + "'", where, "ember reads F32, F16, BF16, I8, U8, I32 and I64 tensors");
-}
-
-// Line and column of byte `pos` in `text`, for JSON error messages.
-std::string line_col(const std::string& text, size_t pos) {
-  size_t line = 1, col = 1;
-  for (size_t i = 0; i < pos && i < text.size(); i++) {
-    if (text[i] == '\n') {
-      line++;
-      col = 1;
-    } else {
-      col++;
-    }
-  }
-  return "line " + std::to_string(line) + ", column " + std::to_string(col);
 }
 
 }  // namespace
@@ -103,7 +90,7 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   try {
     j = nlohmann::json::parse(header);
   } catch (const nlohmann::json::parse_error& e) {
-    throw Error(std::string("malformed JSON header: ") + e.what(), where + " header, " + line_col(header, e.byte ? e.byte - 1 : 0));
+    throw Error(std::string("malformed JSON header: ") + e.what(), where + " header, " + json_line_column(header, e.byte ? e.byte - 1 : 0));
   }
   if (!j.is_object()) throw Error("header is not a JSON object", where);
   f.data_ = bytes + 8 + header_len;
