@@ -2,11 +2,14 @@
 # Runs on the lent GPU machine (see scripts/device_pack.sh): installs the Vulkan loader, makes sure
 # Dawn sees the real GPU (never Dawn's Null adapter), then runs the benchmarks given as arguments
 # ("gpu", "llm" = bench llm with the seed candidate, "tune" = ember tune then bench llm of the
-# tuned pack, "ss-flow") and prints a short table. Results go to $OUT when set.
+# tuned pack, "ss-flow", "serve" = aggregate throughput of `ember serve` with 1/4/16 sequences)
+# and prints a short table. Results go to $OUT/results.tgz (the device tool returns few files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/ember-out}
-mkdir -p "$OUT"
+FINAL=${OUT:-/tmp/ember-final}
+OUT=/tmp/ember-out
+mkdir -p "$OUT" "$FINAL"
+trap 'tar czf "$FINAL/results.tgz" -C "$OUT" .' EXIT
 for f in .dev/debs/*.deb; do dpkg -x "$f" /; done
 ldconfig
 export PATH="$PWD/.dev/bin:$PATH"
@@ -69,6 +72,7 @@ for what in "$@"; do
         ember bench llm --model /tmp/tuned_pack --quiet --profile --repeats 1 --gen 64 | tee "$OUT/bench_llm_tuned.txt"
         python3 scripts/plot_bench.py "$OUT"/bench_llm_*.json -o "$OUT/decode_vs_context.svg" 2>/dev/null || true
       fi ;;
+    serve) bash bench/serve_throughput.sh "$OUT/serve" ;;
     *) echo "unknown benchmark '$what'" >&2 ;;
   esac
 done

@@ -62,19 +62,7 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
     gpu::Recorder rec(device);
     if (decode_previous) model_.record_decode(rec);
     const uint32_t pos = model_.position();
-    kernels::SamplerParams p;
-    p.vocab = sample_vocab_;
-    p.temperature = sampling.temperature;
-    p.top_k = sampling.top_k;
-    p.top_p = sampling.top_p;
-    p.min_p = sampling.min_p;
-    p.repetition_penalty = sampling.repeat_penalty;
-    p.window_len = std::min(pos, sampling.repeat_last_n);
-    p.window_start = pos - p.window_len;
-    p.seed = static_cast<uint32_t>(sampling.seed ^ (sampling.seed >> 32));
-    p.step = submitted;  // the draw depends only on (seed, index in this generation)
-    p.out_slot = pos;
-    kernels::upload_params(device, params_, p);
+    kernels::upload_params(device, params_, sampling.gpu_params(sample_vocab_, pos, submitted));
     if (sampling.greedy()) sampler_->record_greedy(rec, groups_);
     else sampler_->record_sample(rec, groups_);
     InFlight f{next_slot};

@@ -1,5 +1,6 @@
 #include "llm/sampling.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
@@ -16,6 +17,22 @@ void SamplingOptions::validate(const std::string& prefix) const {
   if (!std::isfinite(min_p) || min_p < 0 || min_p >= 1) bad("min-p", std::to_string(min_p), "a value in [0, 1)");
   if (!std::isfinite(repeat_penalty) || repeat_penalty <= 0) bad("repeat-penalty", std::to_string(repeat_penalty), "a value > 0 (1 = off)");
   if (repeat_last_n > kMaxRepeatWindow) bad("repeat-last-n", std::to_string(repeat_last_n), "0..256");
+}
+
+kernels::SamplerParams SamplingOptions::gpu_params(uint32_t vocab, uint32_t position, uint32_t step) const {
+  kernels::SamplerParams p;
+  p.vocab = vocab;
+  p.temperature = temperature;
+  p.top_k = top_k;
+  p.top_p = top_p;
+  p.min_p = min_p;
+  p.repetition_penalty = repeat_penalty;
+  p.window_len = std::min(position, repeat_last_n);
+  p.window_start = position - p.window_len;
+  p.seed = static_cast<uint32_t>(seed ^ (seed >> 32));
+  p.step = step;
+  p.out_slot = position;
+  return p;
 }
 
 }  // namespace ember::llm

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/sampler.h"
+
 namespace ember::llm {
 
 struct SamplingOptions {
@@ -21,6 +23,10 @@ struct SamplingOptions {
   bool greedy() const { return temperature <= 0.0f; }
   // Throws ember::Error naming the field (`prefix` + name, e.g. "--top-p") and the valid range.
   void validate(const std::string& prefix = "--") const;
+
+  // The GPU sampler's parameters for the token sampled at `position`, the `step`-th of its
+  // generation (the random draw depends only on seed and step), over the first `vocab` logits.
+  kernels::SamplerParams gpu_params(uint32_t vocab, uint32_t position, uint32_t step) const;
 };
 
 }  // namespace ember::llm

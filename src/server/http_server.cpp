@@ -1,5 +1,6 @@
 #include "server/http_server.h"
 
+#include <limits>
 #include <set>
 
 #include "common/error.h"
@@ -45,7 +46,9 @@ HttpServer::HttpServer(llm::Session& session, Scheduler& scheduler, const Server
   const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max<uint32_t>(32, 2 * (scheduler.parallel() + 32) + 8));
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   http_->set_payload_max_length(options.max_body_bytes);
-  http_->set_keep_alive_max_count(1000);
+  // No cap on requests per keep-alive connection: clients (and nginx upstream pools) reuse connections
+  // for as long as they like; idle ones still time out.
+  http_->set_keep_alive_max_count(std::numeric_limits<size_t>::max());
   http_->set_tcp_nodelay(true);  // headers and body go out as separate writes: no Nagle delay between them
   scheduler_.on_done = [this](const Job& job) {
     metrics_.generation(static_cast<uint32_t>(job.request().prompt.size()), job.generated(), job.ttft_seconds(), job.decode_tokens_per_second());

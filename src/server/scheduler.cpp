@@ -84,14 +84,17 @@ uint64_t Scheduler::steps() const {
   return steps_;
 }
 
-void Scheduler::end(Slot& slot) {
-  slot.job->complete();
-  if (on_done) on_done(*slot.job);
-  slot.job.reset();
+void Scheduler::end(Slot& slot, const std::string* error) {
+  std::shared_ptr<Job> job = std::move(slot.job);
   {
+    // The slot is free before the client hears the answer: a client that sends its next
+    // request as soon as this one ends must find room, not a spurious 503.
     std::lock_guard lock(mutex_);
     active_--;
   }
+  if (error) job->fail(*error);
+  else job->complete();
+  if (on_done) on_done(*job);
   cv_.notify_all();  // shutdown() waits for active_ == 0
 }
 
@@ -128,11 +131,8 @@ void Scheduler::run() {
         s->model->reset();  // nothing of the slot's previous request survives
         s->model->prefill(s->job->request().prompt);
       } catch (const std::exception& e) {
-        s->job->fail(std::string("prefill failed: ") + e.what());
-        if (on_done) on_done(*s->job);
-        s->job.reset();
-        std::lock_guard lock(mutex_);
-        active_--;
+        const std::string error = std::string("prefill failed: ") + e.what();
+        end(*s, &error);
       }
     }
     for (auto& s : slots_)  // a client gone between steps frees its slot now
@@ -141,14 +141,9 @@ void Scheduler::run() {
     try {
       step();
     } catch (const std::exception& e) {  // a GPU failure ends every request in the step
+      const std::string error = std::string("generation failed: ") + e.what();
       for (auto& s : slots_)
-        if (s.job) {
-          s.job->fail(std::string("generation failed: ") + e.what());
-          if (on_done) on_done(*s.job);
-          s.job.reset();
-          std::lock_guard lock(mutex_);
-          active_--;
-        }
+        if (s.job) end(s, &error);
     }
   }
 }
@@ -165,19 +160,7 @@ void Scheduler::step() {
     if (s.steps > 0) s.model->record_decode(rec);
     const auto& sampling = s.job->request().sampling;
     const uint32_t pos = s.model->position();
-    kernels::SamplerParams p;
-    p.vocab = sample_vocab_;
-    p.temperature = sampling.temperature;
-    p.top_k = sampling.top_k;
-    p.top_p = sampling.top_p;
-    p.min_p = sampling.min_p;
-    p.repetition_penalty = sampling.repeat_penalty;
-    p.window_len = std::min(pos, sampling.repeat_last_n);
-    p.window_start = pos - p.window_len;
-    p.seed = static_cast<uint32_t>(sampling.seed ^ (sampling.seed >> 32));
-    p.step = s.steps;
-    p.out_slot = pos;
-    kernels::upload_params(device, s.params, p);
+    kernels::upload_params(device, s.params, sampling.gpu_params(sample_vocab_, pos, s.steps));
     if (sampling.greedy()) sampler_->record_greedy(rec, s.groups);
     else sampler_->record_sample(rec, s.groups);
     rec.copy(s.model->tokens(), uint64_t(pos) * 4, readback_, uint64_t(i) * 4, 4);

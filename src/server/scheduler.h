@@ -63,7 +63,8 @@ class Scheduler {
   void run();
   void admit(std::vector<Slot*>& joined);
   void step();
-  void end(Slot& slot);
+  // Frees the slot, then completes its job (or fails it with *error) and reports it to on_done.
+  void end(Slot& slot, const std::string* error = nullptr);
 
   llm::Session& session_;
   SchedulerOptions options_;
