@@ -29,16 +29,10 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-}  // namespace
 
-TEST(SsFlowSeedCheck, ForwardMatchesReferenceAtBatch1And2) {
-  const char* on = std::getenv("EMBER_SEED_CHECK");
-  if (!on || std::string(on) != "1")
-    GTEST_SKIP() << "seed-004 configuration check skipped: set EMBER_SEED_CHECK=1 to run it (about 3 TFLOP of CPU "
-                    "reference work; minutes on 16 cores, far longer here), e.g. EMBER_SEED_CHECK=1 ember_tests "
-                    "--gtest_filter='SsFlowSeedCheck.*'";
-  if (const char* t = std::getenv("EMBER_SEED_CHECK_THREADS")) reference::set_threads(std::atoi(t));
-  const formats::SsFlowConfig config = formats::ss_flow_text_base_config();
+// Synthesizes `config` (seed 1), packs it into a temporary directory, opens it as the engine does
+// and compares one GPU forward at batch 1 and at batch 2 with the reference; prints the timings.
+void check_packed_forward(const formats::SsFlowConfig& config) {
   const fs::path dir = fs::temp_directory_path() / ("ember_seed_check_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   auto t0 = std::chrono::steady_clock::now();
@@ -52,14 +46,13 @@ TEST(SsFlowSeedCheck, ForwardMatchesReferenceAtBatch1And2) {
   auto stage = trellis::open_ss_flow_stage(dir / "stage");
   reference::Weights w;
   for (const auto& [name, t] : stage->pack().manifest().tensors) w[name] = stage->pack().dequantize(name);
-  std::printf("[seed check] synth + pack + open (sha256) + dequantize: %.1f s; reference on %d threads\n", seconds_since(t0),
-              reference::threads());
-
   const formats::SsFlowConfig c = trellis::ss_flow_config_of(*stage);
-  ASSERT_EQ(c.tokens(), 4096);
-  ASSERT_EQ(c.model_channels, 768);
-  ASSERT_EQ(c.num_heads, 12);
-  ASSERT_EQ(c.num_blocks, 12);
+  EXPECT_EQ(formats::ss_flow_tensor_shapes(c), formats::ss_flow_tensor_shapes(config));
+  std::printf("[seed check] %lld blocks x %lld channels, %lld tokens: synth + pack + open (sha256) + dequantize %.1f s; "
+              "reference on %d threads\n",
+              static_cast<long long>(c.num_blocks), static_cast<long long>(c.model_channels), static_cast<long long>(c.tokens()),
+              seconds_since(t0), reference::threads());
+
   constexpr int64_t kCtx = 77;
   const int64_t n = c.in_channels * c.tokens();
   const auto cond = test::random_floats(size_t(kCtx * c.cond_channels), 1001);
@@ -91,4 +84,24 @@ TEST(SsFlowSeedCheck, ForwardMatchesReferenceAtBatch1And2) {
   EXPECT_LT(e1, 1e-3);
   EXPECT_LT(e2, 1e-3);
   fs::remove_all(dir);
+}
+
+}  // namespace
+
+// The same check on the tiny configuration, always: it keeps the seed check's code path working.
+TEST(SsFlowSeedCheck, TinyConfigurationThroughTheSamePath) { check_packed_forward(formats::ss_flow_tiny_config()); }
+
+TEST(SsFlowSeedCheck, ForwardMatchesReferenceAtBatch1And2) {
+  const char* on = std::getenv("EMBER_SEED_CHECK");
+  if (!on || std::string(on) != "1")
+    GTEST_SKIP() << "seed-004 configuration check skipped: set EMBER_SEED_CHECK=1 to run it (about 3 TFLOP of CPU "
+                    "reference work; a few minutes on 16 cores, far longer here), e.g. EMBER_SEED_CHECK=1 ember_tests "
+                    "--gtest_filter='SsFlowSeedCheck.*'";
+  if (const char* t = std::getenv("EMBER_SEED_CHECK_THREADS")) reference::set_threads(std::atoi(t));
+  const formats::SsFlowConfig seed = formats::ss_flow_text_base_config();
+  ASSERT_EQ(seed.tokens(), 4096);
+  ASSERT_EQ(seed.model_channels, 768);
+  ASSERT_EQ(seed.num_heads, 12);
+  ASSERT_EQ(seed.num_blocks, 12);
+  check_packed_forward(seed);
 }

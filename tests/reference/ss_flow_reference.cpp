@@ -24,6 +24,79 @@ void parallel_for(int64_t n, F&& f) {
   for (auto& t : pool) t.join();
 }
 
+// The hot loops, compiled for AVX2 and for the baseline (picked at run time); no FMA, so both
+// round alike.
+constexpr int64_t kTokenBlock = 4, kRowBlock = 64;  // linear: tokens x rows per accumulator block (2 KiB)
+constexpr int64_t kQueryBlock = 8, kKeyTile = 128;  // attention: queries per block, keys per score tile
+
+// y rows of token blocks [begin, end): y[t][r] = b[r] + sum over c ascending of wt[c][r] x[t][c].
+__attribute__((target_clones("avx2", "default"))) void linear_blocks(const float* x, int64_t tokens, int64_t in,
+                                                                   const double* wt, const float* b, int64_t out, float* y,
+                                                                   int64_t begin, int64_t end) {
+  double acc[kTokenBlock][kRowBlock];
+  for (int64_t r0 = 0; r0 < out; r0 += kRowBlock) {  // one column panel of wt stays in cache across tokens
+    const int64_t nr = std::min(kRowBlock, out - r0);
+    for (int64_t blk = begin; blk < end; blk++) {
+      const int64_t t0 = blk * kTokenBlock, nt = std::min(kTokenBlock, tokens - t0);
+      for (int64_t i = 0; i < nt; i++)
+        for (int64_t j = 0; j < nr; j++) acc[i][j] = b ? double(b[r0 + j]) : 0.0;
+      for (int64_t c = 0; c < in; c++) {
+        const double* wc = wt + c * out + r0;
+        for (int64_t i = 0; i < nt; i++) {
+          const double xv = x[(t0 + i) * in + c];
+          for (int64_t j = 0; j < nr; j++) acc[i][j] += wc[j] * xv;
+        }
+      }
+      for (int64_t i = 0; i < nt; i++)
+        for (int64_t j = 0; j < nr; j++) y[(t0 + i) * out + r0 + j] = float(acc[i][j]);
+    }
+  }
+}
+
+// Attention outputs of items [begin, end) (item = head * query blocks + query block); kt[h] is
+// head h's keys transposed [64][nk], vh[h] its values [nk][64].
+__attribute__((target_clones("avx2", "default"))) void attention_items(
+    const float* q, int64_t nq, int64_t q_stride, int64_t q_off, const std::vector<std::vector<double>>& kt,
+    const std::vector<std::vector<double>>& vh, int64_t nk, int64_t heads, double scale, float* out, int64_t begin,
+    int64_t end) {
+  const int64_t qblocks = (nq + kQueryBlock - 1) / kQueryBlock;
+  std::vector<double> s(size_t(kQueryBlock * nk));
+  double qd[kQueryBlock][64], o[kQueryBlock][64];
+  for (int64_t item = begin; item < end; item++) {
+    const int64_t h = item / qblocks, i0 = (item % qblocks) * kQueryBlock, ni = std::min(kQueryBlock, nq - i0);
+    const double* K = kt[size_t(h)].data();
+    const double* V = vh[size_t(h)].data();
+    for (int64_t i = 0; i < ni; i++)
+      for (int c = 0; c < 64; c++) qd[i][c] = q[(i0 + i) * q_stride + q_off + h * 64 + c];
+    for (int64_t j0 = 0; j0 < nk; j0 += kKeyTile) {
+      const int64_t nj = std::min(kKeyTile, nk - j0);
+      for (int64_t i = 0; i < ni; i++) std::fill_n(&s[size_t(i * nk + j0)], nj, 0.0);
+      for (int c = 0; c < 64; c++) {
+        const double* kc = K + c * nk + j0;
+        for (int64_t i = 0; i < ni; i++) {
+          double* si = &s[size_t(i * nk + j0)];
+          const double qc = qd[i][c];
+          for (int64_t j = 0; j < nj; j++) si[j] += qc * kc[j];
+        }
+      }
+    }
+    for (int64_t i = 0; i < ni; i++) {
+      double* si = &s[size_t(i * nk)];
+      double m = -INFINITY;
+      for (int64_t j = 0; j < nk; j++) m = std::max(m, si[j] *= scale);
+      double sum = 0;
+      for (int64_t j = 0; j < nk; j++) sum += (si[j] = std::exp(si[j] - m));
+      std::fill_n(o[i], 64, 0.0);
+      for (int64_t j = 0; j < nk; j++) {
+        const double p = si[j];
+        const double* vj = V + j * 64;
+        for (int c = 0; c < 64; c++) o[i][c] += p * vj[c];
+      }
+      for (int c = 0; c < 64; c++) out[(i0 + i) * heads * 64 + h * 64 + c] = float(o[i][c] / sum);
+    }
+  }
+}
+
 const std::vector<float>& get(const Weights& w, const std::string& name) {
   auto it = w.find(name);
   if (it == w.end()) throw std::runtime_error("reference: missing weight " + name);
@@ -44,27 +117,9 @@ std::vector<float> linear(const std::vector<float>& x, int64_t tokens, int64_t i
   for (int64_t r = 0; r < out; r++)
     for (int64_t c = 0; c < in; c++) wt[size_t(c * out + r)] = w[size_t(r * in + c)];
   std::vector<float> y(size_t(tokens * out));
-  constexpr int64_t TB = 4, RB = 64;  // tokens x rows per accumulator block (2 KiB of doubles)
-  const int64_t blocks = (tokens + TB - 1) / TB;
+  const int64_t blocks = (tokens + kTokenBlock - 1) / kTokenBlock;
   parallel_for(blocks, [&](int64_t begin, int64_t end) {
-    double acc[TB][RB];
-    for (int64_t r0 = 0; r0 < out; r0 += RB) {  // one column panel of wt stays in cache across tokens
-      const int64_t nr = std::min(RB, out - r0);
-      for (int64_t blk = begin; blk < end; blk++) {
-        const int64_t t0 = blk * TB, nt = std::min(TB, tokens - t0);
-        for (int64_t i = 0; i < nt; i++)
-          for (int64_t j = 0; j < nr; j++) acc[i][j] = b.empty() ? 0.0 : double(b[size_t(r0 + j)]);
-        for (int64_t c = 0; c < in; c++) {
-          const double* wc = &wt[size_t(c * out + r0)];
-          for (int64_t i = 0; i < nt; i++) {
-            const double xv = x[size_t((t0 + i) * in + c)];
-            for (int64_t j = 0; j < nr; j++) acc[i][j] += wc[j] * xv;
-          }
-        }
-        for (int64_t i = 0; i < nt; i++)
-          for (int64_t j = 0; j < nr; j++) y[size_t((t0 + i) * out + r0 + j)] = float(acc[i][j]);
-      }
-    }
+    linear_blocks(x.data(), tokens, in, wt.data(), b.empty() ? nullptr : b.data(), out, y.data(), begin, end);
   });
   return y;
 }
@@ -116,8 +171,7 @@ std::vector<float> attention(const std::vector<float>& q, int64_t nq, int64_t q_
   // for a block of queries over a tile of keys, so the inner loops are elementwise; the order of
   // every sum is that of the plain loops.
   std::vector<float> out(size_t(nq * heads * 64));
-  constexpr int64_t QB = 8, KT = 128;  // queries per block, keys per score tile
-  const int64_t qblocks = (nq + QB - 1) / QB;
+  const int64_t qblocks = (nq + kQueryBlock - 1) / kQueryBlock;
   std::vector<std::vector<double>> kt(static_cast<size_t>(heads)), vh(static_cast<size_t>(heads));
   for (int64_t h = 0; h < heads; h++) {
     kt[size_t(h)].resize(size_t(64 * nk));
@@ -129,41 +183,7 @@ std::vector<float> attention(const std::vector<float>& q, int64_t nq, int64_t q_
       }
   }
   parallel_for(heads * qblocks, [&](int64_t begin, int64_t end) {
-    std::vector<double> s(size_t(QB * nk));
-    double qd[QB][64], o[QB][64];
-    for (int64_t item = begin; item < end; item++) {
-      const int64_t h = item / qblocks, i0 = (item % qblocks) * QB, ni = std::min(QB, nq - i0);
-      const double* K = kt[size_t(h)].data();
-      const double* V = vh[size_t(h)].data();
-      for (int64_t i = 0; i < ni; i++)
-        for (int c = 0; c < 64; c++) qd[i][c] = q[size_t((i0 + i) * q_stride + q_off + h * 64 + c)];
-      for (int64_t j0 = 0; j0 < nk; j0 += KT) {
-        const int64_t nj = std::min(KT, nk - j0);
-        for (int64_t i = 0; i < ni; i++) std::fill_n(&s[size_t(i * nk + j0)], nj, 0.0);
-        for (int c = 0; c < 64; c++) {
-          const double* kc = K + c * nk + j0;
-          for (int64_t i = 0; i < ni; i++) {
-            double* si = &s[size_t(i * nk + j0)];
-            const double qc = qd[i][c];
-            for (int64_t j = 0; j < nj; j++) si[j] += qc * kc[j];
-          }
-        }
-      }
-      for (int64_t i = 0; i < ni; i++) {
-        double* si = &s[size_t(i * nk)];
-        double m = -INFINITY;
-        for (int64_t j = 0; j < nk; j++) m = std::max(m, si[j] *= scale);
-        double sum = 0;
-        for (int64_t j = 0; j < nk; j++) sum += (si[j] = std::exp(si[j] - m));
-        std::fill_n(o[i], 64, 0.0);
-        for (int64_t j = 0; j < nk; j++) {
-          const double p = si[j];
-          const double* vj = V + j * 64;
-          for (int c = 0; c < 64; c++) o[i][c] += p * vj[c];
-        }
-        for (int c = 0; c < 64; c++) out[size_t((i0 + i) * heads * 64 + h * 64 + c)] = float(o[i][c] / sum);
-      }
-    }
+    attention_items(q.data(), nq, q_stride, q_off, kt, vh, nk, heads, scale, out.data(), begin, end);
   });
   return out;
 }
