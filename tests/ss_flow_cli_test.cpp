@@ -266,6 +266,10 @@ TEST_F(SsFlowStageCli, BadNoise) {
   formats::write_npy_f32(path("noise_nan.npy"), latent_shape(), v);
   expect_error(base + path("noise_nan.npy"), "non-finite value");
   expect_error(base + path("no_noise.npy"), "no_noise.npy");
+  // An output that cannot be written is found before the run, so no other output is left behind.
+  expect_error("ss-flow" + stage() + contexts() + " --out " + path("out.npy") + " --dump-velocity " + path("nodir/v.npy"),
+               "does not exist");
+  expect_error("ss-flow" + stage() + contexts() + " --out " + path("nodir/out.npy"), "does not exist");
 }
 
 TEST_F(SsFlowStageCli, BadForwardInput) {
@@ -296,6 +300,9 @@ TEST_F(SsFlowStageCli, BadForwardInput) {
   expect_error(fwd("fx_inf.npy", "0.5", "cond.npy"), "non-finite value");
   expect_error(fwd("missing_x.npy", "0.5", "cond.npy"), "missing_x.npy");
   expect_error(fwd("fx2.npy", "0.5", "missing_c.npy"), "missing_c.npy");
+  expect_error("ss-flow-forward" + stage() + " --x " + path("fx2.npy") + " --t 0.5 --cond " + path("cond.npy") + " --out " +
+                   path("nodir/v.npy"),
+               "does not exist");
   expect_error("ss-flow-forward --x " + path("fx2.npy") + " --t 0.5 --cond " + path("cond.npy") + " --out " + path("out.npy"),
                "exactly one of --stage DIR and --synthetic");
 }

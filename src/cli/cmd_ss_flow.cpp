@@ -63,6 +63,8 @@ void add_ss_flow_command(CLI::App& app) {
     parse_interval(o->interval, o->sampler);
     o->sampler.validate();
     const auto start = std::chrono::steady_clock::now();
+    check_output_path(o->out, "--out");
+    if (!o->dump_velocity.empty()) check_output_path(o->dump_velocity, "--dump-velocity");
     const auto config = o->source.open("ember ss-flow");
     // Inputs are checked before weights are made or the GPU is touched.
     auto cond = trellis::read_context(o->cond, kContextTokens, config.cond_channels, "--cond");

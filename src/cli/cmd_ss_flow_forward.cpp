@@ -53,6 +53,7 @@ void add_ss_flow_forward_command(CLI::App& app) {
   cmd->add_option("--cond", o->cond, "text context, .npy [B, 77, 768], or [77, 768] for every row")->required();
   cmd->add_option("--out", o->out, "output velocity .npy, the shape of --x, f32")->required();
   cmd->callback([o] {
+    check_output_path(o->out, "--out");
     const auto c = o->source.open("ember ss-flow-forward");
     const int64_t R = c.resolution, N = c.tokens(), Cin = c.in_channels, Cc = c.cond_channels;
     // Inputs first: shapes, dtypes, finiteness, batch agreement.

@@ -1,5 +1,7 @@
 #include "cli/ss_flow_source.h"
 
+#include <filesystem>
+
 #include "common/error.h"
 #include "trellis/ss_flow_stage.h"
 
@@ -20,6 +22,12 @@ formats::SsFlowConfig SsFlowSource::open(const std::string& command) {
 std::unique_ptr<trellis::TensorSource> SsFlowSource::take_tensors() {
   if (synthetic_) return std::make_unique<trellis::MemoryTensors>(trellis::synth_ss_flow_stage(formats::ss_flow_text_base_config(), 1));
   return std::move(source_);
+}
+
+void check_output_path(const std::string& path, const std::string& option) {
+  const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+  if (!std::filesystem::is_directory(dir))
+    throw Error("directory " + dir.string() + " does not exist", option + " " + path, "create it first, or write elsewhere");
 }
 
 }  // namespace ember::cli

@@ -1,6 +1,6 @@
 // `--stage DIR | --synthetic` for the ss-flow commands: a packed sparseStructureFlow stage (sha256
 // verified), or random weights of the seed shape. The config comes first so a command can check
-// its input files before any weights are made or the GPU is touched.
+// its input files before any weights are made or the GPU is touched. And the check of output paths.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -27,5 +27,9 @@ class SsFlowSource {
   bool synthetic_ = false;
   std::unique_ptr<trellis::TensorSource> source_;
 };
+
+// Throws ember::Error (naming `option`) unless `path`'s directory exists, so a run fails before
+// its work rather than after writing only some of its outputs.
+void check_output_path(const std::string& path, const std::string& option);
 
 }  // namespace ember::cli
