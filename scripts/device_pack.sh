@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 mkdir -p .dev/bin .dev/libs .dev/debs
-cp build/ember build/serve_load node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so .dev/bin/
+cp build/ember build/ember_tests build/serve_load node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so .dev/bin/
 for lib in libpcre2-8.so.0 libcrypto.so.3 libutf8proc.so.2; do cp -L "/usr/lib/x86_64-linux-gnu/$lib" .dev/libs/; done
 if ! ls .dev/debs/libvulkan1_*.deb >/dev/null 2>&1; then
   mkdir -p /tmp/ember-apt/partial

@@ -2,8 +2,9 @@
 # Runs on the lent GPU machine (see scripts/device_pack.sh): installs the Vulkan loader, makes sure
 # Dawn sees the real GPU (never Dawn's Null adapter), then runs the benchmarks given as arguments
 # ("gpu", "llm" = bench llm with the seed candidate, "tune" = ember tune then bench llm of the
-# tuned pack, "ss-flow", "serve" = aggregate throughput of `ember serve` with 1/4/16 sequences)
-# and prints a short table. Results go to $OUT/results.tgz (the device tool returns few files).
+# tuned pack, "ss-flow", "seed-check" = the ss-flow seed-configuration check against the CPU
+# reference, "serve" = aggregate throughput of `ember serve` with 1/4/16 sequences) and prints a
+# short table. Results go to $OUT/results.tgz (the device tool returns few files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 FINAL=${OUT:-/tmp/ember-final}
@@ -54,6 +55,10 @@ for what in "$@"; do
       # Seed shape, random weights; --gpu-fast as a trusted pack would run.
       ember bench ss-flow --synthetic --gpu-fast --json > "$OUT/bench_ss_flow.json" || echo "bench ss-flow failed" >&2
       python3 -c "import json,sys; j=json.load(open(sys.argv[1])); [print(k, {x: j[k][x] for x in j[k] if x != 'kernels'}) for k in ('forward_batch1','forward_batch2','sampling') if k in j]" "$OUT/bench_ss_flow.json" ;;
+    seed-check)
+      # Issue 5 acceptance 1 at the seed-004 configuration: GPU forward (batch 1, 2) vs the CPU
+      # reference on all cores (needs ember_tests in .dev/bin: scripts/device_pack.sh copies it).
+      EMBER_SEED_CHECK=1 ember_tests --gtest_filter='SsFlowSeedCheck.*' 2>&1 | tee "$OUT/seed_check.txt" ;;
     llm|tune)
       # A seed-000-shaped pack with random weights, its candidate the seed's unchanged (the
       # seed's runtime.json describes exactly the layout the packer writes for that shape).

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "cli_util.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "formats/npy.h"
@@ -31,13 +32,6 @@ std::string error_of(const std::function<void()>& f) {
   } catch (const ember::Error& e) {
     return e.what();
   }
-  return "";
-}
-
-// A python3 that imports numpy (the PATH one may be a separate installation without it), or "".
-std::string numpy_python() {
-  for (const char* py : {"python3", "/usr/bin/python3"})
-    if (std::system((std::string(py) + " -c 'import numpy' >/dev/null 2>&1").c_str()) == 0) return py;
   return "";
 }
 
@@ -143,7 +137,7 @@ TEST(Npy, ClearErrors) {
 }
 
 TEST(Npy, NumpyLoadsWhatWeWriteAndWeReadWhatNumpyWrites) {
-  std::string python = numpy_python();
+  std::string python = ember::test::numpy_python();
   if (python.empty()) GTEST_SKIP() << "python3 with numpy not installed";
   fs::path dir = temp_dir("numpy");
   std::vector<int64_t> shape{8, 16, 3};

@@ -266,14 +266,17 @@ TEST(SsFlowKernels, EulerStepMatchesReference) {
     const uint32_t n = 999;
     auto x = test::random_floats(n, 95), vel = test::random_floats(2 * n, 96);
     const float dt = 0.0371f, s = 7.5f;
-    std::vector<float> ref(n);
+    std::vector<float> ref(n), ref_v(2 * n);
     for (uint32_t i = 0; i < n; i++) {
       const double v = guided ? (1.0 + s) * vel[i] - double(s) * vel[n + i] : vel[i];
       ref[i] = float(x[i] - dt * v);
+      ref_v[i] = float(v);
+      ref_v[n + i] = vel[n + i];  // the unconditional row is left alone
     }
     gpu::Buffer xb = upload(x), vb = upload(vel);
     gpu::Buffer pb = test_device().create_uniform(kernels::EulerParams{n, guided, dt, s}, "euler");
     run(kernels::euler_step(test_kernels(), xb, vb, pb, n));
     EXPECT_LT(test::rel_l2(read(xb), ref), test::kF32Tolerance);
+    EXPECT_LT(test::rel_l2(read(vb), ref_v), test::kF32Tolerance) << "the guided velocity replaces row 0";
   }
 }

@@ -9,7 +9,7 @@
 #include "reference/ss_flow_reference.h"
 #include "trellis/flow_sampler.h"
 #include "trellis/ss_flow.h"
-#include "trellis/ss_flow_synth.h"
+#include "trellis/ss_flow_stage.h"
 
 using namespace ember;
 using test::test_device;
@@ -17,15 +17,8 @@ using test::test_kernels;
 
 namespace {
 
-trellis::SsFlowConfig tiny() {
-  trellis::SsFlowConfig c;
-  c.resolution = 4;  // 64 tokens
-  c.model_channels = 128;
-  c.num_heads = 2;
-  c.num_blocks = 2;
-  c.cond_channels = 96;  // not a multiple of the 64-column group
-  return c;
-}
+// 64 tokens, 128 channels, 2 heads, 2 blocks, cond 96 (not a multiple of the 64-column group).
+formats::SsFlowConfig tiny() { return formats::ss_flow_tiny_config(); }
 constexpr int64_t kCtx = 7;
 
 reference::Weights dequantized(const trellis::MemoryTensors& m) {
@@ -35,8 +28,8 @@ reference::Weights dequantized(const trellis::MemoryTensors& m) {
 }
 
 struct Tiny {
-  trellis::SsFlowConfig config = tiny();
-  trellis::MemoryTensors tensors = trellis::synth_ss_flow(config, 7);
+  formats::SsFlowConfig config = tiny();
+  trellis::MemoryTensors tensors = trellis::synth_ss_flow_stage(config, 7);
   reference::Weights weights = dequantized(tensors);
   std::vector<float> cond = test::random_floats(size_t(kCtx * config.cond_channels), 11);
   std::vector<float> neg = test::random_floats(size_t(kCtx * config.cond_channels), 12);
@@ -57,7 +50,7 @@ trellis::SsFlowOptions small_tiles() {
 }  // namespace
 
 TEST(SsFlowModel, ConfigIsReadFromTensorShapes) {
-  auto c = trellis::SsFlowConfig::from_tensors(tiny_model().tensors);
+  auto c = trellis::ss_flow_config_of(tiny_model().tensors);
   EXPECT_EQ(c.tokens(), 64);
   EXPECT_EQ(c.model_channels, 128);
   EXPECT_EQ(c.num_heads, 2);
@@ -195,7 +188,7 @@ TEST(SsFlowBadInput, TensorsOfAnotherModelAreRejected) {
   auto broken = tiny_model().tensors;
   broken.tensors["blocks.1.self_attn.to_out.weight"] = trellis::quantize_matrix(std::vector<float>(128 * 64), 128, 64);
   try {
-    trellis::SsFlowConfig::from_tensors(broken);
+    trellis::ss_flow_config_of(broken);
     FAIL() << "accepted a wrong shape";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("blocks.1.self_attn.to_out.weight"), std::string::npos) << e.what();

@@ -161,17 +161,19 @@ TEST(TrellisStagePack, UpstreamConfigFileAndPosEmb) {
   EXPECT_EQ(ss_flow_tensor_shapes(c), ss_flow_tensor_shapes(ss_flow_text_base_config()));
   EXPECT_EQ(ss_flow_tensor_shapes(parse_ss_flow_config(upstream["args"], "flat")), ss_flow_tensor_shapes(c));
   // pos_emb: token (d, h, w) gets [sin(d f), cos(d f), sin(h f), cos(h f), sin(w f), cos(w f)].
-  SsFlowConfig t = ss_flow_tiny_config();  // 64 channels: freq_dim 10, 4 zero columns
+  SsFlowConfig t = ss_flow_tiny_config();  // 128 channels: freq_dim 21, 2 zero columns
+  ASSERT_EQ(t.model_channels, 128);
+  const int64_t C = 128, fd = 21;
   auto pe = ss_flow_pos_emb(t);
   int64_t d = 3, h = 1, w = 2, n = d * 16 + h * 4 + w;
-  for (int64_t i = 0; i < 10; i++) {
-    double f = std::pow(10000.0, -static_cast<double>(i) / 10.0);
-    EXPECT_NEAR(pe[n * 64 + i], std::sin(d * f), 1e-6);
-    EXPECT_NEAR(pe[n * 64 + 10 + i], std::cos(d * f), 1e-6);
-    EXPECT_NEAR(pe[n * 64 + 20 + i], std::sin(h * f), 1e-6);
-    EXPECT_NEAR(pe[n * 64 + 50 + i], std::cos(w * f), 1e-6);
+  for (int64_t i = 0; i < fd; i++) {
+    double f = std::pow(10000.0, -static_cast<double>(i) / static_cast<double>(fd));
+    EXPECT_NEAR(pe[n * C + i], std::sin(d * f), 1e-6);
+    EXPECT_NEAR(pe[n * C + fd + i], std::cos(d * f), 1e-6);
+    EXPECT_NEAR(pe[n * C + 2 * fd + i], std::sin(h * f), 1e-6);
+    EXPECT_NEAR(pe[n * C + 5 * fd + i], std::cos(w * f), 1e-6);
   }
-  for (int64_t i = 60; i < 64; i++) EXPECT_EQ(pe[n * 64 + i], 0.0f);
+  for (int64_t i = 6 * fd; i < C; i++) EXPECT_EQ(pe[n * C + i], 0.0f);
   EXPECT_TRUE(contains(error_of([&] { parse_ss_flow_config(json{{"name", "Other"}, {"args", json::object()}}, "cfg"); }),
                        "not SparseStructureFlowModel"));
 }
@@ -248,15 +250,23 @@ TEST(TrellisStagePack, CliSynthPackInspectDequant) {
   ASSERT_EQ(run_ember("pack trellis --stage ss-flow --from " + (dir / "ckpt.safetensors").string() + " --out " +
                       (dir / "pack").string(), &out), 0) << out;
   EXPECT_TRUE(contains(out, "int8 rel_l2 mean")) << out;
-  ASSERT_EQ(run_ember("inspect-stage --json " + (dir / "pack").string(), &out), 0) << out;
+  ASSERT_EQ(run_ember("inspect --json " + (dir / "pack").string(), &out), 0) << out;
   json j = json::parse(out);
   EXPECT_TRUE(j["valid"].get<bool>());
-  EXPECT_EQ(j["config"]["args"]["model_channels"], 64);
+  EXPECT_EQ(j["config"]["args"]["model_channels"], 128);
   ASSERT_EQ(run_ember("dequant --stage " + (dir / "pack").string() + " --out " + (dir / "deq.safetensors").string(), &out), 0) << out;
   auto src = SafetensorsFile::open(dir / "ckpt.safetensors");
   auto deq = SafetensorsFile::open(dir / "deq.safetensors");
   StagePack pack = StagePack::open(dir / "pack");
   EXPECT_EQ(deq.tensors().size(), src.tensors().size());
+  // Upstream's state-dict names (TRELLIS SparseStructureFlowModel), spelled out rather than taken
+  // from our own name list, and the config beside them.
+  for (const char* name : {"input_layer.weight", "t_embedder.mlp.0.weight", "t_embedder.mlp.2.bias", "pos_emb",
+                           "blocks.0.adaLN_modulation.1.weight", "blocks.1.self_attn.to_qkv.weight",
+                           "blocks.1.self_attn.q_rms_norm.gamma", "blocks.0.cross_attn.to_kv.weight", "blocks.0.norm2.bias",
+                           "blocks.1.mlp.mlp.2.weight", "out_layer.bias"})
+    EXPECT_TRUE(deq.has(name)) << name;
+  EXPECT_EQ(json::parse(deq.metadata().at("config"))["args"]["model_channels"], 128);
   for (const auto& [name, info] : src.tensors()) {
     ASSERT_TRUE(deq.has(name)) << name;
     EXPECT_EQ(deq.info(name).shape, info.shape);
@@ -337,7 +347,9 @@ TEST_F(StagePackBadInput, UnknownEncoding) {
 
 TEST_F(StagePackBadInput, OverlappingTensors) {
   std::string e = open_error([](const fs::path&, json& m) {
-    m["tensors"]["blocks.0.cross_attn.to_kv.bias"]["data"]["offset"] = m["tensors"]["blocks.0.adaLN_modulation.1.weight"]["data"]["offset"];
+    // The whole range of another tensor (same shard, same offset).
+    m["tensors"]["blocks.0.cross_attn.to_kv.bias"]["data"] = m["tensors"]["blocks.0.adaLN_modulation.1.weight"]["data"];
+    m["tensors"]["blocks.0.cross_attn.to_kv.bias"]["data"]["bytes"] = m["tensors"]["blocks.0.cross_attn.to_kv.bias"]["shape"][0].get<int>() * 2;
   });
   EXPECT_TRUE(contains(e, "overlaps")) << e;
   EXPECT_TRUE(contains(e, "blocks.0.cross_attn.to_kv.bias")) << e;

@@ -5,12 +5,11 @@
 #include <cstdio>
 
 #include "cli/commands.h"
-#include "cli/ss_flow_stage.h"
 #include "common/error.h"
 #include "gpu/profiler.h"
 #include "trellis/flow_sampler.h"
 #include "trellis/ss_flow.h"
-#include "trellis/ss_flow_synth.h"
+#include "trellis/ss_flow_stage.h"
 
 namespace ember::cli {
 namespace {
@@ -61,12 +60,12 @@ void add_bench_ss_flow(CLI::App& bench) {
     gpu::KernelCache kernels(device);
     std::unique_ptr<trellis::TensorSource> source;
     if (o->synthetic) {
-      auto c = trellis::SsFlowConfig::seed();
+      auto c = formats::ss_flow_text_base_config();
       if (o->blocks > 0) c.num_blocks = o->blocks;
       if (o->resolution > 0) c.resolution = o->resolution;
-      source = std::make_unique<trellis::MemoryTensors>(trellis::synth_ss_flow(c, 1));
+      source = std::make_unique<trellis::MemoryTensors>(trellis::synth_ss_flow_stage(c, 1));
     } else {
-      source = open_ss_flow_stage(o->stage);
+      source = trellis::open_ss_flow_stage(o->stage);
     }
     trellis::SsFlowOptions mo;
     mo.matmul = {o->matmul[0], o->matmul[1], o->matmul[2], o->vec4};

@@ -1,15 +1,16 @@
 // `ember ss-flow`: TRELLIS sparse-structure flow sampling from a text context to the 8x16^3
-// occupancy latent, with a progress bar; the latent is written atomically.
+// occupancy latent, with a progress bar; the latent (and with --dump-velocity every step's guided
+// velocity) is written atomically.
 #include <chrono>
 #include <cstdio>
 #include <sstream>
 
 #include "cli/commands.h"
-#include "cli/ss_flow_stage.h"
+#include "cli/ss_flow_source.h"
 #include "common/error.h"
+#include "formats/npy.h"
 #include "trellis/flow_sampler.h"
 #include "trellis/ss_flow.h"
-#include "trellis/ss_flow_synth.h"
 #include "trellis/tensor_files.h"
 
 namespace ember::cli {
@@ -39,15 +40,14 @@ void add_ss_flow_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("ss-flow", "TRELLIS sparse-structure flow: text context -> occupancy latent (8x16x16x16)");
   struct Opts {
     GpuOptions gpu;
-    std::string stage, cond, neg, out, noise, interval = "0.5,1.0";
+    SsFlowSource source;
+    std::string cond, neg, out, noise, dump_velocity, interval = "0.5,1.0";
     trellis::SamplerOptions sampler;
     uint64_t seed = 0;
-    bool synthetic = false;
   };
   auto o = std::make_shared<Opts>();
   o->gpu.add_to(*cmd);
-  cmd->add_option("--stage", o->stage, "the sparseStructureFlow stage directory");
-  cmd->add_flag("--synthetic", o->synthetic, "random weights of the seed shape instead of a stage (for testing)");
+  o->source.add_to(*cmd);
   cmd->add_option("--cond", o->cond, "text context of the prompt, .npy [77, 768] f32 or f16")->required();
   cmd->add_option("--neg-cond", o->neg, "text context of the empty prompt, .npy [77, 768]")->required();
   cmd->add_option("--steps", o->sampler.steps, "Euler steps")->capture_default_str();
@@ -55,23 +55,24 @@ void add_ss_flow_command(CLI::App& app) {
   cmd->add_option("--cfg-interval", o->interval, "guidance where LO <= t <= HI")->capture_default_str();
   cmd->add_option("--rescale-t", o->sampler.rescale_t, "time rescaling r: t' = r t / (1 + (r-1) t)")->capture_default_str();
   cmd->add_option("--seed", o->seed, "noise seed")->capture_default_str();
-  cmd->add_option("--noise", o->noise, "start from this noise (.npy [8, 16, 16, 16]) instead of the seeded one");
+  cmd->add_option("--noise", o->noise, "start from this noise (.npy [8, 16, 16, 16] f32 or f16) instead of the seeded one");
+  cmd->add_option("--dump-velocity", o->dump_velocity,
+                  "also write the velocity after guidance of every step, .npy [steps, 8, 16, 16, 16] f32");
   cmd->add_option("--out", o->out, "output latent .npy [8, 16, 16, 16] f32")->required();
   cmd->callback([o] {
     parse_interval(o->interval, o->sampler);
     o->sampler.validate();
-    if (o->stage.empty() == !o->synthetic) throw Error("give exactly one of --stage DIR and --synthetic", "ember ss-flow");
     const auto start = std::chrono::steady_clock::now();
-    std::unique_ptr<trellis::TensorSource> source;
-    if (!o->synthetic) source = open_ss_flow_stage(o->stage);
-    const auto config = o->synthetic ? trellis::SsFlowConfig::seed() : trellis::SsFlowConfig::from_tensors(*source);
+    check_output_path(o->out, "--out");
+    if (!o->dump_velocity.empty()) check_output_path(o->dump_velocity, "--dump-velocity");
+    const auto config = o->source.open("ember ss-flow");
     // Inputs are checked before weights are made or the GPU is touched.
     auto cond = trellis::read_context(o->cond, kContextTokens, config.cond_channels, "--cond");
     auto neg = trellis::read_context(o->neg, kContextTokens, config.cond_channels, "--neg-cond");
     const size_t n = size_t(config.in_channels * config.tokens());
     auto noise = o->noise.empty() ? trellis::gaussian_noise(o->seed, n)
                                   : trellis::read_latent(o->noise, config.in_channels, config.resolution, "--noise");
-    if (o->synthetic) source = std::make_unique<trellis::MemoryTensors>(trellis::synth_ss_flow_seed());
+    auto source = o->source.take_tensors();
     gpu::Device device = gpu::Device::open(o->gpu.device);
     gpu::KernelCache kernels(device);
     trellis::SsFlowModel model(kernels, *source, {});
@@ -79,14 +80,25 @@ void add_ss_flow_command(CLI::App& app) {
     trellis::FlowSampler sampler(model);
     const double setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     double steps_s = 0;
-    auto latent = sampler.sample(noise, o->sampler, [&](const trellis::StepReport& r) {
-      steps_s += r.seconds;
-      progress_bar(r);
-    });
+    std::vector<float> velocities;
+    auto latent = sampler.sample(
+        noise, o->sampler,
+        [&](const trellis::StepReport& r) {
+          steps_s += r.seconds;
+          progress_bar(r);
+        },
+        nullptr, o->dump_velocity.empty() ? nullptr : &velocities);
     const int64_t R = config.resolution;
-    trellis::write_npy(o->out, {config.out_channels, R, R, R}, latent);
-    std::fprintf(stderr, "ss-flow: %d steps in %.3f s (%.1f ms per step; setup %.2f s incl. first-use shader compilation), wrote %s\n",
-                 o->sampler.steps, steps_s, 1e3 * steps_s / o->sampler.steps, setup_s, o->out.c_str());
+    const std::vector<int64_t> shape{config.out_channels, R, R, R};
+    formats::write_npy_f32(o->out, shape, latent);
+    if (!o->dump_velocity.empty()) {
+      std::vector<int64_t> vshape = shape;
+      vshape.insert(vshape.begin(), o->sampler.steps);
+      formats::write_npy_f32(o->dump_velocity, vshape, velocities);
+    }
+    std::fprintf(stderr, "ss-flow: %d steps in %.3f s (%.1f ms per step; setup %.2f s incl. first-use shader compilation), wrote %s%s%s\n",
+                 o->sampler.steps, steps_s, 1e3 * steps_s / o->sampler.steps, setup_s, o->out.c_str(),
+                 o->dump_velocity.empty() ? "" : " and ", o->dump_velocity.c_str());
   });
 }
 

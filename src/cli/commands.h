@@ -13,6 +13,7 @@ namespace ember::cli {
 void add_devices_command(CLI::App& app);
 void add_bench_ss_flow(CLI::App& bench);  // under `ember bench`
 void add_ss_flow_command(CLI::App& app);
+void add_ss_flow_forward_command(CLI::App& app);  // ember ss-flow-forward (one forward, no sampler)
 void add_bench_command(CLI::App& app);
 void add_tune_command(CLI::App& app);      // ember tune
 void add_pack_lfm2_command(CLI::App& app);   // `ember pack lfm2`
@@ -33,7 +34,6 @@ void dequant_stage_pack(const std::filesystem::path& dir, const std::filesystem:
 // The stage half of `ember inspect DIR` (DIR holds manifest.json): tensor table, bytes by
 // kind, quantization, validation verdict; JSON with `json`. Returns false when the pack is invalid.
 bool inspect_stage_pack(const std::filesystem::path& dir, bool json);
-void add_inspect_stage_command(CLI::App& app);  // temporary `ember inspect-stage DIR [--json]`
 void add_tokenize_command(CLI::App& app);
 void add_generate_command(CLI::App& app);  // ember generate
 void add_chat_command(CLI::App& app);      // ember chat

@@ -120,15 +120,4 @@ bool inspect_stage_pack(const std::filesystem::path& dir, bool as_json) {
   return check.problems.empty();
 }
 
-void add_inspect_stage_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("inspect-stage", "explain a TRELLIS stage pack (temporary: becomes part of `ember inspect`)");
-  auto dir = std::make_shared<std::string>();
-  auto json = std::make_shared<bool>(false);
-  cmd->add_option("DIR", *dir, "stage pack directory")->required();
-  cmd->add_flag("--json", *json, "print JSON");
-  cmd->callback([dir, json] {
-    if (!inspect_stage_pack(*dir, *json)) throw Error("the stage pack is invalid (problems listed above)", *dir);
-  });
-}
-
 }  // namespace ember::cli

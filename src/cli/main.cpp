@@ -17,13 +17,13 @@ int main(int argc, char** argv) {
   ember::cli::add_synth_trellis_command(app);
   ember::cli::add_pack_trellis_command(app);
   ember::cli::add_dequant_command(app);
-  ember::cli::add_inspect_stage_command(app);
   ember::cli::add_generate_command(app);
   ember::cli::add_chat_command(app);
   ember::cli::add_tokenize_command(app);
   ember::cli::add_detokenize_command(app);
   ember::cli::add_chat_template_command(app);
   ember::cli::add_ss_flow_command(app);
+  ember::cli::add_ss_flow_forward_command(app);
   ember::cli::add_serve_command(app);
   try {
     app.parse(argc, argv);

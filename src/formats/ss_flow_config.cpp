@@ -70,11 +70,11 @@ SsFlowConfig ss_flow_text_base_config() { return SsFlowConfig{}; }
 SsFlowConfig ss_flow_tiny_config() {
   SsFlowConfig c;
   c.resolution = 4;
-  c.model_channels = 64;
-  c.cond_channels = 64;
+  c.model_channels = 128;
+  c.cond_channels = 96;
   c.num_blocks = 2;
-  c.num_heads = 4;
-  c.num_head_channels = 16;
+  c.num_heads = 2;
+  c.num_head_channels = 64;
   return c;
 }
 
@@ -145,7 +145,7 @@ std::map<std::string, std::vector<int64_t>> ss_flow_tensor_shapes(const SsFlowCo
     s[name + ".weight"] = {out, in};
     s[name + ".bias"] = {out};
   };
-  linear("t_embedder.mlp.0", C, 256);
+  linear("t_embedder.mlp.0", C, SsFlowConfig::kFreqDim);
   linear("t_embedder.mlp.2", C, C);
   if (c.share_mod) linear("adaLN_modulation.1", 6 * C, C);
   linear("input_layer", C, c.in_channels * p3);
@@ -169,8 +169,8 @@ std::map<std::string, std::vector<int64_t>> ss_flow_tensor_shapes(const SsFlowCo
     }
     s[p + "norm2.weight"] = {C};
     s[p + "norm2.bias"] = {C};
-    linear(p + "mlp.mlp.0", c.mlp_hidden(), C);
-    linear(p + "mlp.mlp.2", C, c.mlp_hidden());
+    linear(p + "mlp.mlp.0", c.mlp_channels(), C);
+    linear(p + "mlp.mlp.2", C, c.mlp_channels());
   }
   return s;
 }
@@ -242,10 +242,14 @@ std::map<std::string, std::vector<float>> synth_ss_flow_weights(const SsFlowConf
     std::vector<float> v(static_cast<size_t>(n));
     if (name == "pos_emb") {
       v = ss_flow_pos_emb(c);
-    } else {
-      bool unit = ends_with(name, ".gamma") || ends_with(name, "norm2.weight");
-      bool bias = ends_with(name, ".bias");
-      for (auto& x : v) x = unit ? gauss(1.0f, 0.02f) : gauss(0.0f, bias ? 0.01f : 0.02f);
+    } else if (ends_with(name, ".gamma") || ends_with(name, "norm2.weight")) {
+      for (auto& x : v) x = gauss(1.0f, 0.1f);
+    } else if (ends_with(name, ".bias")) {
+      for (auto& x : v) x = gauss(0.0f, 0.02f);
+    } else {  // a Linear weight [out, in]
+      const float gain = name.find("adaLN_modulation") != std::string::npos ? 0.5f : 1.0f;
+      const float stddev = gain / std::sqrt(static_cast<float>(shape[1]));
+      for (auto& x : v) x = gauss(0.0f, stddev);
     }
     out[name] = std::move(v);
   }

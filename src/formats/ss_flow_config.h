@@ -32,13 +32,15 @@ struct SsFlowConfig {
   int64_t grid() const { return resolution / patch_size; }         // tokens per axis
   int64_t tokens() const { return grid() * grid() * grid(); }
   int64_t head_dim() const { return model_channels / num_heads; }
-  int64_t mlp_hidden() const { return static_cast<int64_t>(model_channels * mlp_ratio); }
+  int64_t mlp_channels() const { return static_cast<int64_t>(model_channels * mlp_ratio); }
+  static constexpr int64_t kFreqDim = 256;  // timestep frequency embedding width (fixed upstream)
   nlohmann::json to_json() const;  // upstream format {"name": "SparseStructureFlowModel", "args": {...}}
 };
 
 // TRELLIS-text-base ss_flow_txt_dit_B_16l8_fp16 (seed 004's stage).
 SsFlowConfig ss_flow_text_base_config();
-// A tiny configuration for fast tests: resolution 4, 64 channels, 2 blocks, 4 heads, cond 64.
+// A tiny configuration for fast tests that the engine can run (heads of 64 channels): resolution 4
+// (64 tokens), 128 channels, 2 heads, 2 blocks, cond 96 (not a multiple of the 64-column group).
 SsFlowConfig ss_flow_tiny_config();
 
 // Accepts the upstream file ({"name": ..., "args": {...}}) or the flat args object; unknown keys
@@ -62,9 +64,11 @@ SsFlowConfig infer_ss_flow_config(const std::map<std::string, std::vector<int64_
 // cos(h f), sin(w f), cos(w f)], zero-padded to model_channels. Computed in f64, stored f32.
 std::vector<float> ss_flow_pos_emb(const SsFlowConfig& c);
 
-// Random weights with upstream's names and shapes (deterministic for a seed on every platform):
-// Linear weights N(0, 0.02), biases N(0, 0.01), norm weights and q/k gammas 1 + N(0, 0.02),
-// norm biases N(0, 0.01); pos_emb exact.
+// Random weights with upstream's names and shapes (deterministic for a seed on every platform).
+// Scaled so activations keep unit size through the stack and every block changes the output
+// (a test on them sees each block): Linear weights N(0, 1/in) (adaLN_modulation N(0, 0.25/in)),
+// biases N(0, 0.02^2), norm weights and q/k gammas 1 + N(0, 0.1^2), norm biases N(0, 0.02^2);
+// pos_emb exact.
 std::map<std::string, std::vector<float>> synth_ss_flow_weights(const SsFlowConfig& c, uint64_t seed);
 
 }  // namespace ember::formats

@@ -11,8 +11,9 @@ enum class Activation { Silu, GeluTanh };
 Dispatch activation(gpu::KernelCache& kernels, Activation f, const gpu::Buffer& y, uint32_t n,
                     const std::string& region = "");
 
-// x -= dt * (guided ? (1+s) vel[i] - s vel[n+i] : vel[i]); the parameters live in `params`, an
-// EulerParams uniform the caller rewrites before each step.
+// v = guided ? (1+s) vel[i] - s vel[n+i] : vel[i]; x -= dt * v; vel[i] = v (the guided velocity
+// replaces the conditional one). The parameters live in `params`, an EulerParams uniform the
+// caller rewrites before each step.
 struct EulerParams {
   uint32_t n, guided;
   float dt, strength;

@@ -52,7 +52,8 @@ FlowSampler::FlowSampler(SsFlowModel& model) : model_(model) {
 FlowSampler::~FlowSampler() = default;
 
 std::vector<float> FlowSampler::sample(const std::vector<float>& noise, const SamplerOptions& o,
-                                       const std::function<void(const StepReport&)>& progress, gpu::Profiler* profiler) {
+                                       const std::function<void(const StepReport&)>& progress, gpu::Profiler* profiler,
+                                       std::vector<float>* velocities) {
   o.validate();
   const auto& c = model_.config();
   const int64_t N = c.tokens(), Cin = c.in_channels;
@@ -63,6 +64,9 @@ std::vector<float> FlowSampler::sample(const std::vector<float>& noise, const Sa
   d.upload(x_, std::span<const float>(xt));
   const uint64_t bytes = uint64_t(N * Cin) * 4;
   const auto ts = flow_schedule(o.steps, o.rescale_t);
+  // The euler step leaves the guided velocity in the output's first row; each step's is kept here.
+  gpu::Buffer dump;
+  if (velocities) dump = d.create_storage(uint64_t(o.steps) * bytes, "sampler velocities");
   for (int i = 0; i < o.steps; i++) {
     const auto start = std::chrono::steady_clock::now();
     const double t = ts[size_t(i)], t_next = ts[size_t(i + 1)];
@@ -75,10 +79,19 @@ std::vector<float> FlowSampler::sample(const std::vector<float>& noise, const Sa
     for (int b = 0; b < B; b++) rec.copy(x_, 0, model_.input(), uint64_t(b) * bytes, bytes);
     model_.record_forward(rec, B);
     step_.record(rec);
+    if (velocities) rec.copy(model_.output(), 0, dump, uint64_t(i) * bytes, bytes);
     rec.submit();
     d.wait_idle("ss-flow sampling step " + std::to_string(i));
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (progress) progress({i, o.steps, t, t_next, guided, secs});
+  }
+  if (velocities) {
+    const auto all = d.download_as<float>(dump);
+    velocities->clear();
+    for (int i = 0; i < o.steps; i++) {
+      auto v = from_tokens(std::span<const float>(all).subspan(size_t(i) * size_t(N * Cin), size_t(N * Cin)), Cin, N);
+      velocities->insert(velocities->end(), v.begin(), v.end());
+    }
   }
   return from_tokens(d.download_as<float>(x_), Cin, N);
 }

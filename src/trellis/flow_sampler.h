@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 
+#include "trellis/sampler_options.h"
 #include "trellis/ss_flow.h"
 
 namespace ember::gpu {
@@ -36,9 +37,12 @@ class FlowSampler {
   explicit FlowSampler(SsFlowModel& model);
   ~FlowSampler();
   // noise: [in_channels][tokens] (latent layout). The model's context must hold cond (row 0) and
-  // the negative context (row 1). Returns the final latent in the same layout.
+  // the negative context (row 1). Returns the final latent in the same layout. With `velocities`,
+  // also the velocity after guidance of every step, [steps][in_channels][tokens] (the latent
+  // after step i is the one before it minus (t_i - t_{i+1}) times velocity i).
   std::vector<float> sample(const std::vector<float>& noise, const SamplerOptions& options,
-                            const std::function<void(const StepReport&)>& progress = {}, gpu::Profiler* profiler = nullptr);
+                            const std::function<void(const StepReport&)>& progress = {}, gpu::Profiler* profiler = nullptr,
+                            std::vector<float>* velocities = nullptr);
 
  private:
   SsFlowModel& model_;

@@ -6,6 +6,7 @@
 #include "kernels/flash_attention.h"
 #include "kernels/flow_elementwise.h"
 #include "kernels/layer_norm.h"
+#include "trellis/ss_flow_stage.h"
 #include "trellis/stage_upload.h"
 
 namespace ember::trellis {
@@ -35,7 +36,7 @@ kernels::QuantizedMatrix linear(const gpu::Device& d, const TensorSource& s, con
 }  // namespace
 
 SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const SsFlowOptions& options)
-    : kernels_(kernels), options_(options), config_(SsFlowConfig::from_tensors(s)), w_(std::make_unique<Weights>()),
+    : kernels_(kernels), options_(options), config_(ss_flow_config_of(s)), w_(std::make_unique<Weights>()),
       b_(std::make_unique<Buffers>()) {
   const gpu::Device& d = kernels.device();
   if (!d.has_subgroups()) options_.subgroups = options_.quad_attention = false;

@@ -9,14 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "formats/ss_flow_config.h"
 #include "gpu/kernel.h"
 #include "gpu/recorder.h"
 #include "kernels/dispatch.h"
 #include "kernels/qmatmul.h"
-#include "trellis/ss_flow_config.h"
 #include "trellis/stage_tensors.h"
 
 namespace ember::trellis {
+
+using formats::SsFlowConfig;  // read from the stage's tensor shapes (trellis/ss_flow_stage.h)
 
 struct SsFlowOptions {
   kernels::QMatmulGeometry matmul{};

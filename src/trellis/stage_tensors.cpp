@@ -5,7 +5,9 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "formats/int8_tiles.h"
 #include "formats/safetensors.h"
+#include "formats/trellis_packer.h"
 
 namespace ember::trellis {
 
@@ -13,36 +15,19 @@ using formats::f16_to_f32;
 using formats::f32_to_f16;
 
 HostTensor quantize_matrix(const std::vector<float>& w, int64_t rows, int64_t columns) {
-  if (int64_t(w.size()) != rows * columns) throw Error("matrix size does not match its shape", "quantize_matrix");
+  const formats::Int8TileLayout layout{rows, columns, uint32_t(kQuantGroup), uint32_t(kOutputTile)};
+  formats::Int8Tiles q = formats::quantize_int8_tiles(w, layout, "quantize_matrix");
   HostTensor t;
   t.shape = {rows, columns};
   t.quantized = true;
   t.rows = rows;
   t.columns = columns;
-  t.padded_rows = (rows + kOutputTile - 1) / kOutputTile * kOutputTile;
-  t.padded_columns = (columns + kQuantGroup - 1) / kQuantGroup * kQuantGroup;
-  const int64_t tiles = t.padded_rows / kOutputTile, groups = t.padded_columns / kQuantGroup;
-  t.data.assign(size_t(t.padded_rows * t.padded_columns), 0);
-  t.scales.assign(size_t(tiles * groups * kOutputTile * 2), 0);
-  for (int64_t r = 0; r < rows; r++) {
-    for (int64_t g = 0; g < groups; g++) {
-      float amax = 0;
-      for (int64_t c = g * kQuantGroup; c < std::min(columns, (g + 1) * kQuantGroup); c++)
-        amax = std::max(amax, std::fabs(w[size_t(r * columns + c)]));
-      // The scale actually stored is f16: quantize against it so q * scale is the best we can do.
-      const uint16_t scale_h = f32_to_f16(amax / 127.0f);
-      const float scale = f16_to_f32(scale_h);
-      const int64_t block = quant_block_index(r / kOutputTile, g, tiles, groups);
-      const int64_t ri = r % kOutputTile;
-      std::memcpy(&t.scales[size_t((block * kOutputTile + ri) * 2)], &scale_h, 2);
-      for (int64_t c = g * kQuantGroup; c < std::min(columns, (g + 1) * kQuantGroup); c++) {
-        float q = scale > 0 ? std::round(w[size_t(r * columns + c)] / scale) : 0.0f;
-        q = std::clamp(q, -127.0f, 127.0f);
-        t.data[size_t(block * kOutputTile * kQuantGroup + ri * kQuantGroup + (c % kQuantGroup))] =
-            static_cast<uint8_t>(static_cast<int8_t>(q));
-      }
-    }
-  }
+  t.padded_rows = layout.padded_rows();
+  t.padded_columns = layout.padded_columns();
+  t.data.resize(q.data.size());
+  std::memcpy(t.data.data(), q.data.data(), q.data.size());
+  t.scales.resize(q.scales.size() * 2);
+  std::memcpy(t.scales.data(), q.scales.data(), t.scales.size());
   return t;
 }
 
@@ -67,21 +52,12 @@ std::vector<float> dequantize(const TensorView& t) {
     }
     return out;
   }
-  const int64_t tiles = t.padded_rows / kOutputTile, groups = t.padded_columns / kQuantGroup;
-  if (int64_t(t.data.size()) < t.padded_rows * t.padded_columns || int64_t(t.scales.size()) < tiles * groups * kOutputTile * 2)
-    throw Error("quantized tensor data or scales shorter than its padded shape", "tensor " + t.name);
-  std::vector<float> out(size_t(t.rows * t.columns));
-  for (int64_t r = 0; r < t.rows; r++) {
-    for (int64_t c = 0; c < t.columns; c++) {
-      const int64_t block = quant_block_index(r / kOutputTile, c / kQuantGroup, tiles, groups);
-      const int64_t ri = r % kOutputTile;
-      uint16_t h;
-      std::memcpy(&h, &t.scales[size_t((block * kOutputTile + ri) * 2)], 2);
-      const int8_t q = static_cast<int8_t>(t.data[size_t(block * kOutputTile * kQuantGroup + ri * kQuantGroup + c % kQuantGroup)]);
-      out[size_t(r * t.columns + c)] = float(q) * f16_to_f32(h);
-    }
-  }
-  return out;
+  const formats::Int8TileLayout layout{t.rows, t.columns, uint32_t(kQuantGroup), uint32_t(kOutputTile)};
+  if (layout.padded_rows() != t.padded_rows || layout.padded_columns() != t.padded_columns)
+    throw Error("padded shape " + std::to_string(t.padded_rows) + "x" + std::to_string(t.padded_columns) +
+                    " does not follow from " + std::to_string(t.rows) + "x" + std::to_string(t.columns),
+                "tensor " + t.name, "repack the stage");
+  return formats::dequantize_int8_tiles(t.data, t.scales, layout);
 }
 
 TensorView MemoryTensors::get(const std::string& name) const {
@@ -89,6 +65,33 @@ TensorView MemoryTensors::get(const std::string& name) const {
   if (it == tensors.end()) throw Error("tensor missing", "tensor " + name, "the stage is incomplete or of another model");
   const HostTensor& h = it->second;
   return TensorView{name, h.shape, h.quantized, h.rows, h.columns, h.padded_rows, h.padded_columns, h.data, h.scales};
+}
+
+std::map<std::string, std::vector<int64_t>> MemoryTensors::shapes() const {
+  std::map<std::string, std::vector<int64_t>> s;
+  for (const auto& [name, t] : tensors) s[name] = t.shape;
+  return s;
+}
+
+MemoryTensors encode_stage_tensors(const std::map<std::string, std::vector<float>>& weights,
+                                   const std::map<std::string, std::vector<int64_t>>& shapes) {
+  MemoryTensors m;
+  for (const auto& [name, shape] : shapes) {
+    auto it = weights.find(name);
+    if (it == weights.end()) throw Error("tensor missing", "tensor " + name, "give every tensor of the model");
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    if (int64_t(it->second.size()) != numel)
+      throw Error(std::to_string(it->second.size()) + " values where the shape holds " + std::to_string(numel), "tensor " + name);
+    if (formats::stage_tensor_is_quantized(name, shape)) {
+      HostTensor t = quantize_matrix(it->second, shape[0], numel / shape[0]);
+      t.shape = shape;
+      m.tensors[name] = std::move(t);
+    } else {
+      m.tensors[name] = raw_f16(it->second, shape);
+    }
+  }
+  return m;
 }
 
 }  // namespace ember::trellis

@@ -1,6 +1,5 @@
-// The ss-flow stage's host tensors in files: the text context in (.npy, f32 or f16) and the latent
-// out (.npy, f32), with the checks a user's file needs. A small self-contained .npy subset (C order,
-// little-endian); to be served by src/formats/npy.h once that lands.
+// The ss-flow stage's host tensors from a user's .npy files (formats/npy.h reads them): f32 or
+// f16, every value finite, the shape the stage needs. Errors name the option the file came from.
 #pragma once
 
 #include <cstdint>
@@ -10,21 +9,20 @@
 
 namespace ember::trellis {
 
-struct NpyArray {
+struct FloatArray {
   std::vector<int64_t> shape;
-  std::string descr;  // "<f4", "<f2"
-  std::vector<float> values;
+  std::vector<float> values;  // f16 files widened to f32
 };
 
-// Reads a .npy of f32 or f16 (converted to f32). Errors name the file and what is wrong.
-NpyArray read_npy(const std::filesystem::path& path);
-// Writes f32 values with `shape` atomically.
-void write_npy(const std::filesystem::path& path, const std::vector<int64_t>& shape, const std::vector<float>& values);
+// Any shape; throws ember::Error for a missing or malformed file, a dtype other than f32/f16, or a
+// NaN/Inf (naming the element). `what` is the option ("--cond").
+FloatArray read_finite_npy(const std::filesystem::path& path, const std::string& what);
 
-// A context tensor [tokens][channels] (or [1][tokens][channels]): shape, dtype and finiteness
-// checked; `what` names the option it came from ("--cond").
+// A context [tokens][channels] (or [1][tokens][channels]).
 std::vector<float> read_context(const std::filesystem::path& path, int64_t tokens, int64_t channels, const std::string& what);
-// A latent [channels][R][R][R] (or with a leading 1), finite.
+// A latent [channels][R][R][R] (or with a leading 1).
 std::vector<float> read_latent(const std::filesystem::path& path, int64_t channels, int64_t resolution, const std::string& what);
+// "(2, 8, 16, 16, 16)", as numpy prints shapes.
+std::string shape_text(const std::vector<int64_t>& shape);
 
 }  // namespace ember::trellis

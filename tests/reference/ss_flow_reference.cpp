@@ -3,9 +3,99 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <thread>
 
 namespace ember::reference {
 namespace {
+
+int g_threads = 0;  // 0: every hardware thread
+
+// Runs f(begin, end) over contiguous chunks of [0, n) on threads() threads.
+template <class F>
+void parallel_for(int64_t n, F&& f) {
+  const int64_t T = std::min<int64_t>(threads(), n);
+  if (T <= 1) {
+    if (n > 0) f(int64_t(0), n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int64_t k = 1; k < T; k++) pool.emplace_back([&f, k, n, T] { f(k * n / T, (k + 1) * n / T); });
+  f(int64_t(0), n / T);
+  for (auto& t : pool) t.join();
+}
+
+// The hot loops, compiled for AVX2 and for the baseline (picked at run time); no FMA, so both
+// round alike.
+constexpr int64_t kTokenBlock = 4, kRowBlock = 64;  // linear: tokens x rows per accumulator block (2 KiB)
+constexpr int64_t kQueryBlock = 8, kKeyTile = 128;  // attention: queries per block, keys per score tile
+
+// y rows of token blocks [begin, end): y[t][r] = b[r] + sum over c ascending of wt[c][r] x[t][c].
+__attribute__((target_clones("avx2", "default"))) void linear_blocks(const float* x, int64_t tokens, int64_t in,
+                                                                   const double* wt, const float* b, int64_t out, float* y,
+                                                                   int64_t begin, int64_t end) {
+  double acc[kTokenBlock][kRowBlock];
+  for (int64_t r0 = 0; r0 < out; r0 += kRowBlock) {  // one column panel of wt stays in cache across tokens
+    const int64_t nr = std::min(kRowBlock, out - r0);
+    for (int64_t blk = begin; blk < end; blk++) {
+      const int64_t t0 = blk * kTokenBlock, nt = std::min(kTokenBlock, tokens - t0);
+      for (int64_t i = 0; i < nt; i++)
+        for (int64_t j = 0; j < nr; j++) acc[i][j] = b ? double(b[r0 + j]) : 0.0;
+      for (int64_t c = 0; c < in; c++) {
+        const double* wc = wt + c * out + r0;
+        for (int64_t i = 0; i < nt; i++) {
+          const double xv = x[(t0 + i) * in + c];
+          for (int64_t j = 0; j < nr; j++) acc[i][j] += wc[j] * xv;
+        }
+      }
+      for (int64_t i = 0; i < nt; i++)
+        for (int64_t j = 0; j < nr; j++) y[(t0 + i) * out + r0 + j] = float(acc[i][j]);
+    }
+  }
+}
+
+// Attention outputs of items [begin, end) (item = head * query blocks + query block); kt[h] is
+// head h's keys transposed [64][nk], vh[h] its values [nk][64].
+__attribute__((target_clones("avx2", "default"))) void attention_items(
+    const float* q, int64_t nq, int64_t q_stride, int64_t q_off, const std::vector<std::vector<double>>& kt,
+    const std::vector<std::vector<double>>& vh, int64_t nk, int64_t heads, double scale, float* out, int64_t begin,
+    int64_t end) {
+  const int64_t qblocks = (nq + kQueryBlock - 1) / kQueryBlock;
+  std::vector<double> s(size_t(kQueryBlock * nk));
+  double qd[kQueryBlock][64], o[kQueryBlock][64];
+  for (int64_t item = begin; item < end; item++) {
+    const int64_t h = item / qblocks, i0 = (item % qblocks) * kQueryBlock, ni = std::min(kQueryBlock, nq - i0);
+    const double* K = kt[size_t(h)].data();
+    const double* V = vh[size_t(h)].data();
+    for (int64_t i = 0; i < ni; i++)
+      for (int c = 0; c < 64; c++) qd[i][c] = q[(i0 + i) * q_stride + q_off + h * 64 + c];
+    for (int64_t j0 = 0; j0 < nk; j0 += kKeyTile) {
+      const int64_t nj = std::min(kKeyTile, nk - j0);
+      for (int64_t i = 0; i < ni; i++) std::fill_n(&s[size_t(i * nk + j0)], nj, 0.0);
+      for (int c = 0; c < 64; c++) {
+        const double* kc = K + c * nk + j0;
+        for (int64_t i = 0; i < ni; i++) {
+          double* si = &s[size_t(i * nk + j0)];
+          const double qc = qd[i][c];
+          for (int64_t j = 0; j < nj; j++) si[j] += qc * kc[j];
+        }
+      }
+    }
+    for (int64_t i = 0; i < ni; i++) {
+      double* si = &s[size_t(i * nk)];
+      double m = -INFINITY;
+      for (int64_t j = 0; j < nk; j++) m = std::max(m, si[j] *= scale);
+      double sum = 0;
+      for (int64_t j = 0; j < nk; j++) sum += (si[j] = std::exp(si[j] - m));
+      std::fill_n(o[i], 64, 0.0);
+      for (int64_t j = 0; j < nk; j++) {
+        const double p = si[j];
+        const double* vj = V + j * 64;
+        for (int c = 0; c < 64; c++) o[i][c] += p * vj[c];
+      }
+      for (int c = 0; c < 64; c++) out[(i0 + i) * heads * 64 + h * 64 + c] = float(o[i][c] / sum);
+    }
+  }
+}
 
 const std::vector<float>& get(const Weights& w, const std::string& name) {
   auto it = w.find(name);
@@ -15,17 +105,22 @@ const std::vector<float>& get(const Weights& w, const std::string& name) {
 
 }  // namespace
 
+int threads() { return g_threads > 0 ? g_threads : std::max(1, int(std::thread::hardware_concurrency())); }
+void set_threads(int n) { g_threads = n; }
+
 std::vector<float> linear(const std::vector<float>& x, int64_t tokens, int64_t in, const std::vector<float>& w,
                           const std::vector<float>& b, int64_t out) {
+  // y[t][r] = b[r] + sum over c ascending of w[r][c] x[t][c], in double. The loops run c outside r
+  // over a transposed copy of w so the innermost loop is an elementwise update the compiler
+  // vectorizes; the order of each sum is unchanged.
+  std::vector<double> wt(size_t(in * out));
+  for (int64_t r = 0; r < out; r++)
+    for (int64_t c = 0; c < in; c++) wt[size_t(c * out + r)] = w[size_t(r * in + c)];
   std::vector<float> y(size_t(tokens * out));
-  for (int64_t t = 0; t < tokens; t++)
-    for (int64_t r = 0; r < out; r++) {
-      double s = b.empty() ? 0.0 : b[size_t(r)];
-      const float* xr = &x[size_t(t * in)];
-      const float* wr = &w[size_t(r * in)];
-      for (int64_t c = 0; c < in; c++) s += double(wr[c]) * xr[c];
-      y[size_t(t * out + r)] = float(s);
-    }
+  const int64_t blocks = (tokens + kTokenBlock - 1) / kTokenBlock;
+  parallel_for(blocks, [&](int64_t begin, int64_t end) {
+    linear_blocks(x.data(), tokens, in, wt.data(), b.empty() ? nullptr : b.data(), out, y.data(), begin, end);
+  });
   return y;
 }
 
@@ -71,27 +166,25 @@ void head_rms_norm(std::vector<float>& x, int64_t tokens, int64_t stride, int64_
 std::vector<float> attention(const std::vector<float>& q, int64_t nq, int64_t q_stride, int64_t q_off,
                              const std::vector<float>& kv, int64_t nk, int64_t kv_stride, int64_t k_off,
                              int64_t v_off, int64_t heads, double scale) {
+  // Per query: s_j = scale * sum_c q_c k_jc (c ascending), p_j = exp(s_j - max s), o_c = sum_j p_j
+  // v_jc (j ascending) / sum_j p_j, all in double. Keys are transposed per head and scores built
+  // for a block of queries over a tile of keys, so the inner loops are elementwise; the order of
+  // every sum is that of the plain loops.
   std::vector<float> out(size_t(nq * heads * 64));
-  std::vector<double> s(static_cast<size_t>(nk));
-  for (int64_t h = 0; h < heads; h++)
-    for (int64_t i = 0; i < nq; i++) {
-      const float* qi = &q[size_t(i * q_stride + q_off + h * 64)];
-      double m = -INFINITY;
-      for (int64_t j = 0; j < nk; j++) {
-        const float* kj = &kv[size_t(j * kv_stride + k_off + h * 64)];
-        double d = 0;
-        for (int c = 0; c < 64; c++) d += double(qi[c]) * kj[c];
-        s[size_t(j)] = d * scale;
-        m = std::max(m, s[size_t(j)]);
-      }
-      double sum = 0;
-      for (int64_t j = 0; j < nk; j++) sum += (s[size_t(j)] = std::exp(s[size_t(j)] - m));
+  const int64_t qblocks = (nq + kQueryBlock - 1) / kQueryBlock;
+  std::vector<std::vector<double>> kt(static_cast<size_t>(heads)), vh(static_cast<size_t>(heads));
+  for (int64_t h = 0; h < heads; h++) {
+    kt[size_t(h)].resize(size_t(64 * nk));
+    vh[size_t(h)].resize(size_t(nk * 64));
+    for (int64_t j = 0; j < nk; j++)
       for (int c = 0; c < 64; c++) {
-        double o = 0;
-        for (int64_t j = 0; j < nk; j++) o += s[size_t(j)] * kv[size_t(j * kv_stride + v_off + h * 64 + c)];
-        out[size_t(i * heads * 64 + h * 64 + c)] = float(o / sum);
+        kt[size_t(h)][size_t(c * nk + j)] = kv[size_t(j * kv_stride + k_off + h * 64 + c)];
+        vh[size_t(h)][size_t(j * 64 + c)] = kv[size_t(j * kv_stride + v_off + h * 64 + c)];
       }
-    }
+  }
+  parallel_for(heads * qblocks, [&](int64_t begin, int64_t end) {
+    attention_items(q.data(), nq, q_stride, q_off, kt, vh, nk, heads, scale, out.data(), begin, end);
+  });
   return out;
 }
 
@@ -106,7 +199,7 @@ std::vector<float> timestep_frequencies(double t) {
   return f;
 }
 
-std::vector<float> ss_flow_forward(const trellis::SsFlowConfig& cfg, const Weights& w, const std::vector<float>& x,
+std::vector<float> ss_flow_forward(const formats::SsFlowConfig& cfg, const Weights& w, const std::vector<float>& x,
                                    const std::vector<double>& t, const std::vector<float>& cond, int64_t ctx_tokens) {
   const int64_t B = int64_t(t.size()), N = cfg.tokens(), C = cfg.model_channels, H = cfg.num_heads;
   const int64_t Cin = cfg.in_channels, Cout = cfg.out_channels, Cc = cfg.cond_channels, F = cfg.mlp_channels();
@@ -179,10 +272,11 @@ std::vector<double> flow_schedule(int steps, double r) {
   return ts;
 }
 
-std::vector<float> flow_sample(const trellis::SsFlowConfig& cfg, const Weights& w, const std::vector<float>& noise,
+std::vector<float> flow_sample(const formats::SsFlowConfig& cfg, const Weights& w, const std::vector<float>& noise,
                                const std::vector<float>& cond, const std::vector<float>& neg_cond, int64_t ctx_tokens,
-                               const trellis::SamplerOptions& o) {
+                               const trellis::SamplerOptions& o, std::vector<float>* velocities) {
   std::vector<float> x = noise;
+  if (velocities) velocities->clear();
   const auto ts = flow_schedule(o.steps, o.rescale_t);
   for (int i = 0; i < o.steps; i++) {
     const double t = ts[size_t(i)], t_prev = ts[size_t(i + 1)];
@@ -191,6 +285,7 @@ std::vector<float> flow_sample(const trellis::SsFlowConfig& cfg, const Weights& 
       auto vn = ss_flow_forward(cfg, w, x, {t}, neg_cond, ctx_tokens);
       for (size_t k = 0; k < v.size(); k++) v[k] = float((1.0 + o.cfg_strength) * v[k] - o.cfg_strength * vn[k]);
     }
+    if (velocities) velocities->insert(velocities->end(), v.begin(), v.end());
     for (size_t k = 0; k < x.size(); k++) x[k] = float(x[k] - (t - t_prev) * v[k]);
   }
   return x;

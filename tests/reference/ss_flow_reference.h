@@ -1,6 +1,7 @@
 // CPU reference for TRELLIS SparseStructureFlowModel and FlowEulerGuidanceIntervalSampler, written
 // from DESIGN.md's semantics with plain loops (double accumulators) on dequantized weights. The
-// oracle for src/kernels and src/trellis; independent of them.
+// oracle for src/kernels and src/trellis; independent of them. Multithreaded and ordered for the
+// cache so the seed configuration's forward (1.4 TFLOP) takes seconds on a many-core host.
 #pragma once
 
 #include <cstdint>
@@ -8,9 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "trellis/ss_flow_config.h"
+#include "formats/ss_flow_config.h"
+#include "trellis/sampler_options.h"
 
 namespace ember::reference {
+
+// The reference's matmuls and attention run on this many threads (default: every hardware
+// thread); the result does not depend on it (each sum keeps its order).
+int threads();
+void set_threads(int n);
 
 // State-dict name -> row-major f32 values (what the GPU computes with: dequantized / widened).
 using Weights = std::map<std::string, std::vector<float>>;
@@ -36,14 +43,15 @@ std::vector<float> timestep_frequencies(double t);
 
 // One forward. x: [B][in_channels][tokens] (latent layout), t: [B], cond: [B][ctx][cond_channels].
 // Returns the velocity [B][out_channels][tokens].
-std::vector<float> ss_flow_forward(const trellis::SsFlowConfig& cfg, const Weights& w, const std::vector<float>& x,
+std::vector<float> ss_flow_forward(const formats::SsFlowConfig& cfg, const Weights& w, const std::vector<float>& x,
                                    const std::vector<double>& t, const std::vector<float>& cond, int64_t ctx_tokens);
 
 // The rescaled time grid t_0 = 1 .. t_steps = 0.
 std::vector<double> flow_schedule(int steps, double rescale_t);
-// The guided Euler sampler from `noise` ([in_channels][tokens], batch 1).
-std::vector<float> flow_sample(const trellis::SsFlowConfig& cfg, const Weights& w, const std::vector<float>& noise,
+// The guided Euler sampler from `noise` ([in_channels][tokens], batch 1). With `velocities`, also
+// each step's velocity after guidance, appended ([steps][in_channels][tokens]).
+std::vector<float> flow_sample(const formats::SsFlowConfig& cfg, const Weights& w, const std::vector<float>& noise,
                                const std::vector<float>& cond, const std::vector<float>& neg_cond, int64_t ctx_tokens,
-                               const trellis::SamplerOptions& options);
+                               const trellis::SamplerOptions& options, std::vector<float>* velocities = nullptr);
 
 }  // namespace ember::reference

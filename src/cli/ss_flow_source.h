@@ -1,0 +1,35 @@
+// `--stage DIR | --synthetic` for the ss-flow commands: a packed sparseStructureFlow stage (sha256
+// verified), or random weights of the seed shape. The config comes first so a command can check
+// its input files before any weights are made or the GPU is touched. And the check of output paths.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "formats/ss_flow_config.h"
+#include "trellis/stage_tensors.h"
+
+namespace ember::cli {
+
+class SsFlowSource {
+ public:
+  void add_to(CLI::App& cmd);
+  // Opens --stage and returns the config its tensors imply, or the seed shape's for --synthetic.
+  // Throws ember::Error unless exactly one of them was given (`command` names the command).
+  formats::SsFlowConfig open(const std::string& command);
+  // The weights: the opened pack, or (for --synthetic) synth seed 1 encoded as the packer would.
+  std::unique_ptr<trellis::TensorSource> take_tensors();
+
+ private:
+  std::string stage_;
+  bool synthetic_ = false;
+  std::unique_ptr<trellis::TensorSource> source_;
+};
+
+// Throws ember::Error (naming `option`) unless `path`'s directory exists, so a run fails before
+// its work rather than after writing only some of its outputs.
+void check_output_path(const std::string& path, const std::string& option);
+
+}  // namespace ember::cli
