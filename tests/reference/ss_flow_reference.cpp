@@ -70,26 +70,26 @@ void head_rms_norm(std::vector<float>& x, int64_t tokens, int64_t stride, int64_
 
 std::vector<float> attention(const std::vector<float>& q, int64_t nq, int64_t q_stride, int64_t q_off,
                              const std::vector<float>& kv, int64_t nk, int64_t kv_stride, int64_t k_off,
-                             int64_t v_off, int64_t heads, double scale) {
-  std::vector<float> out(size_t(nq * heads * 64));
+                             int64_t v_off, int64_t heads, double scale, int64_t head_dim) {
+  std::vector<float> out(size_t(nq * heads * head_dim));
   std::vector<double> s(static_cast<size_t>(nk));
   for (int64_t h = 0; h < heads; h++)
     for (int64_t i = 0; i < nq; i++) {
-      const float* qi = &q[size_t(i * q_stride + q_off + h * 64)];
+      const float* qi = &q[size_t(i * q_stride + q_off + h * head_dim)];
       double m = -INFINITY;
       for (int64_t j = 0; j < nk; j++) {
-        const float* kj = &kv[size_t(j * kv_stride + k_off + h * 64)];
+        const float* kj = &kv[size_t(j * kv_stride + k_off + h * head_dim)];
         double d = 0;
-        for (int c = 0; c < 64; c++) d += double(qi[c]) * kj[c];
+        for (int c = 0; c < head_dim; c++) d += double(qi[c]) * kj[c];
         s[size_t(j)] = d * scale;
         m = std::max(m, s[size_t(j)]);
       }
       double sum = 0;
       for (int64_t j = 0; j < nk; j++) sum += (s[size_t(j)] = std::exp(s[size_t(j)] - m));
-      for (int c = 0; c < 64; c++) {
+      for (int c = 0; c < head_dim; c++) {
         double o = 0;
-        for (int64_t j = 0; j < nk; j++) o += s[size_t(j)] * kv[size_t(j * kv_stride + v_off + h * 64 + c)];
-        out[size_t(i * heads * 64 + h * 64 + c)] = float(o / sum);
+        for (int64_t j = 0; j < nk; j++) o += s[size_t(j)] * kv[size_t(j * kv_stride + v_off + h * head_dim + c)];
+        out[size_t(i * heads * head_dim + h * head_dim + c)] = float(o / sum);
       }
     }
   return out;
