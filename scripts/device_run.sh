@@ -2,7 +2,7 @@
 # Runs on the lent GPU machine (see scripts/device_pack.sh): installs the Vulkan loader, makes sure
 # Dawn sees the real GPU (never Dawn's Null adapter), then runs the benchmarks given as arguments
 # ("gpu", "llm" = bench llm with the seed candidate, "tune" = ember tune then bench llm of the
-# tuned pack, "ss-flow") and prints a short table. Results go to $OUT when set.
+# tuned pack, "ss-flow", "ss-flow-attn" = the flash-attention variants) and prints a short table. Results go to $OUT when set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ember-out}
@@ -51,6 +51,17 @@ for what in "$@"; do
       # Seed shape, random weights; --gpu-fast as a trusted pack would run.
       ember bench ss-flow --synthetic --gpu-fast --json > "$OUT/bench_ss_flow.json" || echo "bench ss-flow failed" >&2
       python3 -c "import json,sys; j=json.load(open(sys.argv[1])); [print(k, {x: j[k][x] for x in j[k] if x != 'kernels'}) for k in ('forward_batch1','forward_batch2','sampling') if k in j]" "$OUT/bench_ss_flow.json" ;;
+    ss-flow-attn)
+      # Attention variants at batch 2 (per-kernel profile: self_attn.flash), then the full default
+      # run with the tiled default geometry. Sweep results: $OUT/ss_flow_attn_*.json.
+      for v in "quad" "tiled 64 8 8" "tiled 64 8 4" "tiled 64 4 8" "tiled 64 4 4" "tiled 32 4 8" "tiled 96 8 4" "tiled 32 8 8"; do
+        read -r variant geometry <<< "$v"
+        name=$(echo "$v" | tr ' ' '_')
+        ember bench ss-flow --synthetic --gpu-fast --json --batch2-only --no-sample --repeats 3 --attention "$variant" \
+          ${geometry:+--attn-geometry $geometry} > "$OUT/ss_flow_attn_$name.json" || { echo "$v failed" >&2; continue; }
+        python3 -c "import json,sys; f=json.load(open(sys.argv[1]))['forward_batch2']; k={e['kernel']: e['total_ms'] for e in f['kernels']}; print('%-14s b2 wall %.2f ms, kernels %.2f ms, self_attn.flash %.2f ms, cross_attn.flash %.2f ms' % (sys.argv[2], f['wall_ms'], f['gpu_kernels_ms'], k.get('self_attn.flash', 0), k.get('cross_attn.flash', 0)))" "$OUT/ss_flow_attn_$name.json" "$v"
+      done
+      ember bench ss-flow --synthetic --gpu-fast --attention tiled --repeats 3 ;;
     llm|tune)
       # A seed-000-shaped pack with random weights, its candidate the seed's unchanged (the
       # seed's runtime.json describes exactly the layout the packer writes for that shape).

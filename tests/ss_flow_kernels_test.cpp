@@ -74,7 +74,7 @@ class SsFlowQMatmul : public ::testing::TestWithParam<std::tuple<kernels::QMatmu
 TEST_P(SsFlowQMatmul, MatchesReference) {
   auto [geometry, epilogue] = GetParam();
   uint32_t seed = 10;
-  for (auto c : std::vector<MatmulCase>{{1, 8, 8}, {37, 50, 100}, {130, 72, 130}, {2, 200, 64}}) {
+  for (auto c : std::vector<MatmulCase>{{1, 8, 8}, {37, 50, 100}, {130, 72, 130}, {2, 200, 64}, {20, 24, 500}}) {
     TestLinear l = make_linear(c.rows, c.cols, seed++);
     auto x = test::random_floats(size_t(c.tokens) * c.cols, seed++);
     auto ref = reference::linear(x, c.tokens, c.cols, l.wf, l.bf, c.rows);
@@ -101,7 +101,14 @@ TEST_P(SsFlowQMatmul, MatchesReference) {
     kernels::QMatmulArgs args{.x = &xb, .x_stride = c.cols, .w = &l.gpu, .y = &yb, .y_stride = c.rows, .tokens = c.tokens,
                               .epilogue = epilogue, .extra = &eb, .tokens_per_batch = tpb, .gate_stride = c.rows,
                               .gate_offset = 5, .add_period = period, .geometry = geometry};
-    run(kernels::qmatmul(test_kernels(), args));
+    gpu::Buffer scratch;
+    if (geometry.k_splits > 1) {
+      scratch = poisoned(size_t(kernels::qmatmul_split_floats(l.gpu, c.tokens, geometry.k_splits)), "split partials");
+      args.split_partials = &scratch;
+    }
+    gpu::Recorder rec(test_device());
+    for (const auto& d : kernels::qmatmul_dispatches(test_kernels(), args)) d.record(rec);
+    rec.submit();
     EXPECT_LT(test::rel_l2(read(yb), ref), test::kF32Tolerance) << c.tokens << "x" << c.rows << "x" << c.cols;
   }
 }
@@ -115,7 +122,8 @@ std::string matmul_name(const ::testing::TestParamInfo<SsFlowQMatmul::ParamType>
   n += std::to_string(g.wg_rows);
   n += "k";
   n += std::to_string(g.k_step);
-  n += g.vec4 ? "v4_" : "_";
+  n += g.vec4 ? "v4" : "";
+  n += g.k_splits > 1 ? "s" + std::to_string(g.k_splits) + "_" : "_";
   n += names[int(std::get<1>(info.param))];
   return n;
 }
@@ -124,7 +132,9 @@ INSTANTIATE_TEST_SUITE_P(
     Variants, SsFlowQMatmul,
     ::testing::Combine(::testing::Values(kernels::QMatmulGeometry{2, 2, 16}, kernels::QMatmulGeometry{4, 8, 32},
                                          kernels::QMatmulGeometry{16, 16, 16}, kernels::QMatmulGeometry{2, 2, 16, true},
-                                         kernels::QMatmulGeometry{4, 8, 32, true}, kernels::QMatmulGeometry{16, 16, 16, true}),
+                                         kernels::QMatmulGeometry{4, 8, 32, true}, kernels::QMatmulGeometry{16, 16, 16, true},
+                                         // split-K: 2 chunks; 5 asked, capped by the 64-column groups (4 chunks of 128 at 500 columns)
+                                         kernels::QMatmulGeometry{2, 2, 16, false, 2}, kernels::QMatmulGeometry{4, 8, 32, true, 5}),
                        ::testing::Values(kernels::Epilogue::None, kernels::Epilogue::Gelu, kernels::Epilogue::GatedResidual,
                                          kernels::Epilogue::Residual, kernels::Epilogue::AddRows)),
     matmul_name);

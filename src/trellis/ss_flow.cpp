@@ -22,6 +22,7 @@ struct SsFlowModel::Weights {
 
 struct SsFlowModel::Buffers {
   gpu::Buffer x, tfreq, temb_a, temb, mods, h, hn, qkv, att, mlp, out, ctx;
+  gpu::Buffer split_partials;  // mlp.2 split-K partial products (mlp2_k_splits > 1)
   std::vector<gpu::Buffer> kv;  // per block: cross-attention k|v of the context [2][ctx][2C]
   std::vector<kernels::Dispatch> context_graph;
 };
@@ -86,6 +87,9 @@ SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const
   b_->att = buf(B * N * C, "attention");
   b_->mlp = buf(B * N * uint64_t(config_.mlp_channels()), "mlp hidden");
   b_->out = buf(B * N * uint64_t(config_.out_channels), "output");
+  if (options_.mlp2_k_splits > 1 && !w_->blocks.empty())
+    b_->split_partials = buf(kernels::qmatmul_split_floats(w_->blocks.front().mlp2, uint32_t(B * N), options_.mlp2_k_splits),
+                             "mlp.2 split-K partials");
 }
 
 SsFlowModel::~SsFlowModel() = default;
@@ -192,7 +196,14 @@ void SsFlowModel::build_graphs() {
         g.push_back(mm(b_->hn, C, w.mlp0, b_->mlp, F, T, "mlp.0"));
         g.push_back(kernels::activation(K, kernels::Activation::GeluTanh, b_->mlp, T * F, "mlp.gelu"));
       }
-      g.push_back(mm(b_->mlp, F, w.mlp2, b_->h, C, T, "mlp.2+gate", Epilogue::GatedResidual, &b_->mods, 5 * C));
+      auto mlp2_geo = geo;
+      mlp2_geo.k_splits = options_.mlp2_k_splits;
+      for (auto& d : kernels::qmatmul_dispatches(K, {.x = &b_->mlp, .x_stride = F, .w = &w.mlp2, .y = &b_->h, .y_stride = C, .tokens = T,
+                                                     .epilogue = Epilogue::GatedResidual, .extra = &b_->mods, .tokens_per_batch = N,
+                                                     .gate_stride = 6 * C, .gate_offset = 5 * C, .geometry = mlp2_geo,
+                                                     .split_partials = &b_->split_partials},
+                                                 "mlp.2+gate"))
+        g.push_back(std::move(d));
     }
     g.push_back(norm(nullptr, 0, 0, nullptr, nullptr, 1e-5f, "final_norm"));
     g.push_back(mm(b_->hn, C, w_->out, b_->out, uint32_t(config_.out_channels), T, "out_layer"));

@@ -21,6 +21,8 @@ namespace ember::trellis {
 
 struct SsFlowOptions {
   kernels::QMatmulGeometry matmul{};
+  // mlp.2 (K = 3072, few output tiles): split-K chunks; 1 = the plain geometry above.
+  uint32_t mlp2_k_splits = 1;
   // Flash attention: the quad variant where the device has subgroups (else plain), or the tiled
   // one where asked for (its geometry shrunk to fit the device's workgroup memory).
   kernels::FlashVariant attention = kernels::FlashVariant::Quad;
