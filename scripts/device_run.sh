@@ -2,7 +2,8 @@
 # Runs on the lent GPU machine (see scripts/device_pack.sh): installs the Vulkan loader, makes sure
 # Dawn sees the real GPU (never Dawn's Null adapter), then runs the benchmarks given as arguments
 # ("gpu", "llm" = bench llm with the seed candidate, "tune" = ember tune then bench llm of the
-# tuned pack, "ss-flow", "ss-flow-attn" = the flash-attention variants) and prints a short table. Results go to $OUT when set.
+# tuned pack, "ss-flow", "ss-flow-attn" = flash-attention variants and mlp.2 split-K at batch 2)
+# and prints a short table. Results go to $OUT when set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ember-out}
@@ -60,6 +61,11 @@ for what in "$@"; do
         ember bench ss-flow --synthetic --gpu-fast --json --batch2-only --no-sample --repeats 3 --attention "$variant" \
           ${geometry:+--attn-geometry $geometry} > "$OUT/ss_flow_attn_$name.json" || { echo "$v failed" >&2; continue; }
         python3 -c "import json,sys; f=json.load(open(sys.argv[1]))['forward_batch2']; k={e['kernel']: e['total_ms'] for e in f['kernels']}; print('%-14s b2 wall %.2f ms, kernels %.2f ms, self_attn.flash %.2f ms, cross_attn.flash %.2f ms' % (sys.argv[2], f['wall_ms'], f['gpu_kernels_ms'], k.get('self_attn.flash', 0), k.get('cross_attn.flash', 0)))" "$OUT/ss_flow_attn_$name.json" "$v"
+      done
+      for splits in 2 3 4 6; do  # split-K for mlp.2 (K = 3072, 6 x 64 output tiles of 128 x 128)
+        ember bench ss-flow --synthetic --gpu-fast --json --batch2-only --no-sample --repeats 3 --mlp2-splits $splits \
+          > "$OUT/ss_flow_mlp2_split$splits.json" || { echo "mlp2 split $splits failed" >&2; continue; }
+        python3 -c "import json,sys; f=json.load(open(sys.argv[1]))['forward_batch2']; k={e['kernel']: e['total_ms'] for e in f['kernels']}; print('mlp.2 split %s: b2 wall %.2f ms, kernels %.2f ms, mlp.2 %.2f + sum %.2f ms' % (sys.argv[2], f['wall_ms'], f['gpu_kernels_ms'], k.get('mlp.2+gate', 0), k.get('mlp.2+gate.sum', 0)))" "$OUT/ss_flow_mlp2_split$splits.json" $splits
       done
       ember bench ss-flow --synthetic --gpu-fast --attention tiled --repeats 3 ;;
     llm|tune)
