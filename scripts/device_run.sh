@@ -2,9 +2,10 @@
 # Runs on the lent GPU machine (see scripts/device_pack.sh): installs the Vulkan loader, makes sure
 # Dawn sees the real GPU (never Dawn's Null adapter), then runs the benchmarks given as arguments
 # ("gpu", "llm" = bench llm with the seed candidate, "tune" = ember tune then bench llm of the
-# tuned pack, "ss-flow", "seed-check" = the ss-flow seed-configuration check against the CPU
-# reference, "serve" = aggregate throughput of `ember serve` with 1/4/16 sequences) and prints a
-# short table. Results go to $OUT/results.tgz (the device tool returns few files).
+# tuned pack, "ss-flow", "ss-flow-attn" = flash-attention variants and mlp.2 split-K at batch 2,
+# "seed-check" = the ss-flow seed-configuration check against the CPU reference, "serve" =
+# aggregate throughput of `ember serve` with 1/4/16 sequences) and prints a short table. Results
+# go to $OUT/results.tgz (the device tool returns few files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 FINAL=${OUT:-/tmp/ember-final}
@@ -59,6 +60,22 @@ for what in "$@"; do
       # Issue 5 acceptance 1 at the seed-004 configuration: GPU forward (batch 1, 2) vs the CPU
       # reference on all cores (needs ember_tests in .dev/bin: scripts/device_pack.sh copies it).
       EMBER_SEED_CHECK=1 ember_tests --gtest_filter='SsFlowSeedCheck.*' 2>&1 | tee "$OUT/seed_check.txt" ;;
+    ss-flow-attn)
+      # Attention variants at batch 2 (per-kernel profile: self_attn.flash), then the full default
+      # run with the tiled default geometry. Sweep results: $OUT/ss_flow_attn_*.json.
+      for v in "quad" "tiled 64 8 8" "tiled 64 8 4" "tiled 64 4 8" "tiled 64 4 4" "tiled 32 4 8" "tiled 96 8 4" "tiled 32 8 8"; do
+        read -r variant geometry <<< "$v"
+        name=$(echo "$v" | tr ' ' '_')
+        ember bench ss-flow --synthetic --gpu-fast --json --batch2-only --no-sample --repeats 3 --attention "$variant" \
+          ${geometry:+--attn-geometry $geometry} > "$OUT/ss_flow_attn_$name.json" || { echo "$v failed" >&2; continue; }
+        python3 -c "import json,sys; f=json.load(open(sys.argv[1]))['forward_batch2']; k={e['kernel']: e['total_ms'] for e in f['kernels']}; print('%-14s b2 wall %.2f ms, kernels %.2f ms, self_attn.flash %.2f ms, cross_attn.flash %.2f ms' % (sys.argv[2], f['wall_ms'], f['gpu_kernels_ms'], k.get('self_attn.flash', 0), k.get('cross_attn.flash', 0)))" "$OUT/ss_flow_attn_$name.json" "$v"
+      done
+      for splits in 2 3 4 6; do  # split-K for mlp.2 (K = 3072, 6 x 64 output tiles of 128 x 128)
+        ember bench ss-flow --synthetic --gpu-fast --json --batch2-only --no-sample --repeats 3 --mlp2-splits $splits \
+          > "$OUT/ss_flow_mlp2_split$splits.json" || { echo "mlp2 split $splits failed" >&2; continue; }
+        python3 -c "import json,sys; f=json.load(open(sys.argv[1]))['forward_batch2']; k={e['kernel']: e['total_ms'] for e in f['kernels']}; print('mlp.2 split %s: b2 wall %.2f ms, kernels %.2f ms, mlp.2 %.2f + sum %.2f ms' % (sys.argv[2], f['wall_ms'], f['gpu_kernels_ms'], k.get('mlp.2+gate', 0), k.get('mlp.2+gate.sum', 0)))" "$OUT/ss_flow_mlp2_split$splits.json" $splits
+      done
+      ember bench ss-flow --synthetic --gpu-fast --attention tiled --repeats 3 ;;
     llm|tune)
       # A seed-000-shaped pack with random weights, its candidate the seed's unchanged (the
       # seed's runtime.json describes exactly the layout the packer writes for that shape).

@@ -2,6 +2,7 @@
 // (not multiples of the tiles), every variant, outputs poisoned first.
 #include <gtest/gtest.h>
 
+#include "common/error.h"
 #include "gpu/recorder.h"
 #include "gpu_fixture.h"
 #include "kernels/flash_attention.h"
@@ -73,7 +74,7 @@ class SsFlowQMatmul : public ::testing::TestWithParam<std::tuple<kernels::QMatmu
 TEST_P(SsFlowQMatmul, MatchesReference) {
   auto [geometry, epilogue] = GetParam();
   uint32_t seed = 10;
-  for (auto c : std::vector<MatmulCase>{{1, 8, 8}, {37, 50, 100}, {130, 72, 130}, {2, 200, 64}}) {
+  for (auto c : std::vector<MatmulCase>{{1, 8, 8}, {37, 50, 100}, {130, 72, 130}, {2, 200, 64}, {20, 24, 500}}) {
     TestLinear l = make_linear(c.rows, c.cols, seed++);
     auto x = test::random_floats(size_t(c.tokens) * c.cols, seed++);
     auto ref = reference::linear(x, c.tokens, c.cols, l.wf, l.bf, c.rows);
@@ -100,7 +101,14 @@ TEST_P(SsFlowQMatmul, MatchesReference) {
     kernels::QMatmulArgs args{.x = &xb, .x_stride = c.cols, .w = &l.gpu, .y = &yb, .y_stride = c.rows, .tokens = c.tokens,
                               .epilogue = epilogue, .extra = &eb, .tokens_per_batch = tpb, .gate_stride = c.rows,
                               .gate_offset = 5, .add_period = period, .geometry = geometry};
-    run(kernels::qmatmul(test_kernels(), args));
+    gpu::Buffer scratch;
+    if (geometry.k_splits > 1) {
+      scratch = poisoned(size_t(kernels::qmatmul_split_floats(l.gpu, c.tokens, geometry.k_splits)), "split partials");
+      args.split_partials = &scratch;
+    }
+    gpu::Recorder rec(test_device());
+    for (const auto& d : kernels::qmatmul_dispatches(test_kernels(), args)) d.record(rec);
+    rec.submit();
     EXPECT_LT(test::rel_l2(read(yb), ref), test::kF32Tolerance) << c.tokens << "x" << c.rows << "x" << c.cols;
   }
 }
@@ -114,7 +122,8 @@ std::string matmul_name(const ::testing::TestParamInfo<SsFlowQMatmul::ParamType>
   n += std::to_string(g.wg_rows);
   n += "k";
   n += std::to_string(g.k_step);
-  n += g.vec4 ? "v4_" : "_";
+  n += g.vec4 ? "v4" : "";
+  n += g.k_splits > 1 ? "s" + std::to_string(g.k_splits) + "_" : "_";
   n += names[int(std::get<1>(info.param))];
   return n;
 }
@@ -123,7 +132,9 @@ INSTANTIATE_TEST_SUITE_P(
     Variants, SsFlowQMatmul,
     ::testing::Combine(::testing::Values(kernels::QMatmulGeometry{2, 2, 16}, kernels::QMatmulGeometry{4, 8, 32},
                                          kernels::QMatmulGeometry{16, 16, 16}, kernels::QMatmulGeometry{2, 2, 16, true},
-                                         kernels::QMatmulGeometry{4, 8, 32, true}, kernels::QMatmulGeometry{16, 16, 16, true}),
+                                         kernels::QMatmulGeometry{4, 8, 32, true}, kernels::QMatmulGeometry{16, 16, 16, true},
+                                         // split-K: 2 chunks; 5 asked, capped by the 64-column groups (4 chunks of 128 at 500 columns)
+                                         kernels::QMatmulGeometry{2, 2, 16, false, 2}, kernels::QMatmulGeometry{4, 8, 32, true, 5}),
                        ::testing::Values(kernels::Epilogue::None, kernels::Epilogue::Gelu, kernels::Epilogue::GatedResidual,
                                          kernels::Epilogue::Residual, kernels::Epilogue::AddRows)),
     matmul_name);
@@ -198,54 +209,96 @@ struct AttentionCase {
   bool self;
 };
 
-class SsFlowFlashAttention : public ::testing::TestWithParam<std::tuple<uint32_t, bool>> {};
+struct FlashCase {
+  std::string name;
+  kernels::FlashVariant variant;
+  uint32_t queries = 64, keys = 32;  // plain and quad
+  kernels::FlashTiledGeometry tiled{};
+};
+
+class SsFlowFlashAttention : public ::testing::TestWithParam<FlashCase> {};
 
 TEST_P(SsFlowFlashAttention, MatchesReferenceAtAwkwardLengths) {
-  const auto [bq, quad] = GetParam();
-  if (quad && !test_device().has_subgroups()) GTEST_SKIP() << "no subgroups";
+  const FlashCase& fc = GetParam();
+  const gpu::Device& dev = test_device();
+  if (fc.variant != kernels::FlashVariant::Plain && !dev.has_subgroups()) GTEST_SKIP() << "no subgroups";
+  if (fc.variant == kernels::FlashVariant::Tiled && dev.subgroup_size() % 8) GTEST_SKIP() << "subgroups of " << dev.subgroup_size();
+  const bool tiled = fc.variant == kernels::FlashVariant::Tiled;
   uint32_t seed = 80;
-  for (auto c : std::vector<AttentionCase>{{1, 1, 1, 1, true}, {1, 2, 70, 70, true}, {2, 2, 131, 131, true},
-                                           {2, 3, 65, 77, false}, {1, 1, 33, 7, false}}) {
-    const uint32_t C = c.heads * 64;
-    std::vector<float> q, kv;
-    uint32_t q_stride, kv_stride, k_off, v_off;
-    if (c.self) {  // q | k | v in one buffer, as to_qkv writes it
-      q_stride = kv_stride = 3 * C;
-      k_off = C;
-      v_off = 2 * C;
-      q = test::random_floats(size_t(c.batch) * c.nq * q_stride, seed++, 2.0f);
-    } else {
-      q_stride = C;
-      kv_stride = 2 * C;
-      k_off = 0;
-      v_off = C;
-      q = test::random_floats(size_t(c.batch) * c.nq * q_stride, seed++, 2.0f);
-      kv = test::random_floats(size_t(c.batch) * c.nk * kv_stride, seed++);
+  for (uint32_t head_dim : tiled ? std::vector<uint32_t>{64, 32} : std::vector<uint32_t>{64}) {
+    if (tiled && kernels::flash_tiled_workgroup_bytes(fc.tiled, head_dim) > dev.limits().maxComputeWorkgroupStorageSize) {
+      std::printf("[ skipped  ] head size %u: more workgroup memory than this device has\n", head_dim);
+      continue;
     }
-    const auto& kvh = c.self ? q : kv;
-    std::vector<float> ref;
-    for (uint32_t b = 0; b < c.batch; b++) {
-      std::vector<float> qb(q.begin() + size_t(b) * c.nq * q_stride, q.begin() + size_t(b + 1) * c.nq * q_stride);
-      std::vector<float> kb(kvh.begin() + size_t(b) * c.nk * kv_stride, kvh.begin() + size_t(b + 1) * c.nk * kv_stride);
-      auto r = reference::attention(qb, c.nq, q_stride, 0, kb, c.nk, kv_stride, k_off, v_off, c.heads, 0.125);
-      ref.insert(ref.end(), r.begin(), r.end());
+    for (auto c : std::vector<AttentionCase>{{1, 1, 1, 1, true}, {1, 2, 70, 70, true}, {2, 2, 131, 131, true},
+                                             {1, 1, 77, 200, false}, {2, 2, 200, 200, true}, {1, 1, 333, 333, true},
+                                             {2, 3, 65, 77, false}, {1, 1, 33, 7, false}}) {
+      const uint32_t C = c.heads * head_dim;
+      std::vector<float> q, kv;
+      uint32_t q_stride, kv_stride, k_off, v_off;
+      if (c.self) {  // q | k | v in one buffer, as to_qkv writes it
+        q_stride = kv_stride = 3 * C;
+        k_off = C;
+        v_off = 2 * C;
+        q = test::random_floats(size_t(c.batch) * c.nq * q_stride, seed++, 2.0f);
+      } else {
+        q_stride = C;
+        kv_stride = 2 * C;
+        k_off = 0;
+        v_off = C;
+        q = test::random_floats(size_t(c.batch) * c.nq * q_stride, seed++, 2.0f);
+        kv = test::random_floats(size_t(c.batch) * c.nk * kv_stride, seed++);
+      }
+      const auto& kvh = c.self ? q : kv;
+      std::vector<float> ref;
+      for (uint32_t b = 0; b < c.batch; b++) {
+        std::vector<float> qb(q.begin() + size_t(b) * c.nq * q_stride, q.begin() + size_t(b + 1) * c.nq * q_stride);
+        std::vector<float> kb(kvh.begin() + size_t(b) * c.nk * kv_stride, kvh.begin() + size_t(b + 1) * c.nk * kv_stride);
+        auto r = reference::attention(qb, c.nq, q_stride, 0, kb, c.nk, kv_stride, k_off, v_off, c.heads, 0.125, head_dim);
+        ref.insert(ref.end(), r.begin(), r.end());
+      }
+      gpu::Buffer qbuf = upload(q), kvbuf = upload(c.self ? std::vector<float>(4) : kv), out = poisoned(ref.size());
+      run(kernels::flash_attention(test_kernels(),
+                                   {.q = &qbuf, .kv = c.self ? &qbuf : &kvbuf, .out = &out, .batch = c.batch, .heads = c.heads,
+                                    .nq = c.nq, .nk = c.nk, .q_stride = q_stride, .q_offset = 0, .kv_stride = kv_stride,
+                                    .k_offset = k_off, .v_offset = v_off, .o_stride = C, .scale = 0.125f,
+                                    .variant = fc.variant, .queries_per_workgroup = fc.queries, .keys_per_tile = fc.keys,
+                                    .tiled = fc.tiled, .head_dim = head_dim}));
+      EXPECT_LT(test::rel_l2(read(out), ref), test::kF32Tolerance)
+          << "head size " << head_dim << ", " << c.batch << "x" << c.heads << " " << c.nq << "x" << c.nk;
     }
-    gpu::Buffer qbuf = upload(q), kvbuf = upload(c.self ? std::vector<float>(4) : kv), out = poisoned(ref.size());
-    run(kernels::flash_attention(test_kernels(),
-                                 {.q = &qbuf, .kv = c.self ? &qbuf : &kvbuf, .out = &out, .batch = c.batch, .heads = c.heads,
-                                  .nq = c.nq, .nk = c.nk, .q_stride = q_stride, .q_offset = 0, .kv_stride = kv_stride,
-                                  .k_offset = k_off, .v_offset = v_off, .o_stride = C, .scale = 0.125f,
-                                  .queries_per_workgroup = bq, .quad = quad, .keys_per_tile = bq == 64 ? 64u : 32u}));
-    EXPECT_LT(test::rel_l2(read(out), ref), test::kF32Tolerance) << c.batch << "x" << c.heads << " " << c.nq << "x" << c.nk;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, SsFlowFlashAttention, ::testing::Combine(::testing::Values(32u, 64u), ::testing::Bool()),
-                         [](const auto& info) {
-                           std::string n = std::get<1>(info.param) ? "quad_bq" : "bq";
-                           n += std::to_string(std::get<0>(info.param));
-                           return n;
-                         });
+using kernels::FlashVariant;
+INSTANTIATE_TEST_SUITE_P(Variants, SsFlowFlashAttention,
+                         ::testing::Values(FlashCase{"bq32", FlashVariant::Plain, 32}, FlashCase{"bq64", FlashVariant::Plain, 64},
+                                           FlashCase{"quad_bq32", FlashVariant::Quad, 32, 32},
+                                           FlashCase{"quad_bq64", FlashVariant::Quad, 64, 64},
+                                           // Tiled: queries per workgroup / per thread / keys per thread. 64/8/8
+                                           // and 64/4/8 need 48 KiB at head size 64 (H200), so lavapipe's 32 KiB
+                                           // runs them at head size 32 only.
+                                           FlashCase{"tiled_64_8_8", FlashVariant::Tiled, 0, 0, {64, 8, 8}},
+                                           FlashCase{"tiled_64_8_4", FlashVariant::Tiled, 0, 0, {64, 8, 4}},
+                                           FlashCase{"tiled_64_4_8", FlashVariant::Tiled, 0, 0, {64, 4, 8}},
+                                           FlashCase{"tiled_24_8_4", FlashVariant::Tiled, 0, 0, {24, 8, 4}}),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(SsFlowKernels, TiledFlashAttentionRejectsGeometriesThatDoNotFit) {
+  if (!test_device().has_subgroups() || test_device().subgroup_size() % 8) GTEST_SKIP() << "no subgroups of 8";
+  gpu::Buffer b = upload(std::vector<float>(3 * 64 * 4));
+  auto args = [&](kernels::FlashTiledGeometry g) {
+    return kernels::FlashAttentionArgs{.q = &b, .kv = &b, .out = &b, .batch = 1, .heads = 1, .nq = 4, .nk = 4, .q_stride = 192,
+                                       .q_offset = 0, .kv_stride = 192, .k_offset = 64, .v_offset = 128, .o_stride = 64,
+                                       .scale = 0.125f, .variant = FlashVariant::Tiled, .tiled = g};
+  };
+  EXPECT_THROW(kernels::flash_attention(test_kernels(), args({64, 6, 8})), Error);   // 6 queries per thread
+  EXPECT_THROW(kernels::flash_attention(test_kernels(), args({60, 8, 8})), Error);   // not a multiple of 8
+  EXPECT_THROW(kernels::flash_attention(test_kernels(), args({1024, 8, 8})), Error); // workgroup memory
+  auto a = args({64, 8, 4});
+  a.head_dim = 48;
+  EXPECT_THROW(kernels::flash_attention(test_kernels(), a), Error);
+}
 
 TEST(SsFlowKernels, ActivationsMatchReference) {
   for (auto f : {kernels::Activation::Silu, kernels::Activation::GeluTanh}) {

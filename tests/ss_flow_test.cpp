@@ -88,6 +88,23 @@ TEST(SsFlowModel, DefaultGeometryMatchesReference) {
   EXPECT_LT(test::rel_l2(model.forward(x, {0.5}), ref), 1e-3);
 }
 
+TEST(SsFlowModel, TiledAttentionForwardMatchesReference) {
+  auto& m = tiny_model();
+  trellis::SsFlowOptions o;
+  o.attention = kernels::FlashVariant::Tiled;  // the default geometry, fitted to this device
+  trellis::SsFlowModel model(test_kernels(), m.tensors, o);
+  if (model.options().attention != kernels::FlashVariant::Tiled) GTEST_SKIP() << "no subgroups of a multiple of 8 lanes";
+  model.set_context(m.cond, m.neg, kCtx);
+  const int64_t n = m.config.in_channels * m.config.tokens();
+  auto x = test::random_floats(size_t(2 * n), 23);
+  std::vector<float> both = m.cond;
+  both.insert(both.end(), m.neg.begin(), m.neg.end());
+  auto ref = reference::ss_flow_forward(m.config, m.weights, x, {0.42, 0.9}, both, kCtx);
+  EXPECT_LT(test::rel_l2(model.forward(x, {0.42, 0.9}), ref), 1e-5);
+  std::vector<float> x1(x.begin(), x.begin() + n);
+  EXPECT_LT(test::rel_l2(model.forward(x1, {0.42}), reference::ss_flow_forward(m.config, m.weights, x1, {0.42}, m.cond, kCtx)), 1e-5);
+}
+
 TEST(SsFlowSampler, ScheduleAndIntervalAreTheReleasedOnes) {
   trellis::SamplerOptions o;
   auto ts = trellis::flow_schedule(o.steps, o.rescale_t);

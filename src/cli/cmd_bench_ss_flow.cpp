@@ -23,6 +23,15 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+const char* attention_name(kernels::FlashVariant v) {
+  switch (v) {
+    case kernels::FlashVariant::Plain: return "plain";
+    case kernels::FlashVariant::Quad: return "quad";
+    case kernels::FlashVariant::Tiled: return "tiled";
+  }
+  return "?";
+}
+
 }  // namespace
 
 void add_bench_ss_flow(CLI::App& bench) {
@@ -34,6 +43,9 @@ void add_bench_ss_flow(CLI::App& bench) {
     int repeats = 5, blocks = 0, resolution = 0;
     std::vector<uint32_t> matmul{16, 16, 16};
     uint32_t attn_queries = 128, attn_keys = 32;
+    std::string attention = "quad";
+    std::vector<uint32_t> attn_geometry{64, 8, 8};
+    uint32_t mlp2_splits = 1;
     trellis::SamplerOptions sampler;
   };
   auto o = std::make_shared<Opts>();
@@ -47,12 +59,18 @@ void add_bench_ss_flow(CLI::App& bench) {
   cmd->add_flag("--no-sample", o->no_sample, "skip the full sampling run");
   cmd->add_option("--steps", o->sampler.steps, "sampling steps");
   cmd->add_option("--matmul", o->matmul, "qmatmul geometry: threads along tokens, along rows, K step")->expected(3);
+  cmd->add_option("--mlp2-splits", o->mlp2_splits, "split-K chunks for mlp.2 (K = 3072; 1 = none)")->check(CLI::Range(1, 48));
   cmd->add_flag("--fuse-gelu", o->fuse_gelu, "GELU in the mlp.0 matmul epilogue");
   cmd->add_option("--attn-keys", o->attn_keys, "keys per flash-attention tile (quad variant)");
   cmd->add_flag("--matmul-vec4", o->vec4, "qmatmul with vec4 workgroup-memory reads");
   cmd->add_flag("--no-quad", o->no_quad, "plain flash attention instead of the quad variant");
   cmd->add_flag("--batch2-only", o->batch2_only, "forward at batch 2 only (for sweeps)");
-  cmd->add_option("--attn-queries", o->attn_queries, "queries per flash-attention workgroup");
+  cmd->add_option("--attn-queries", o->attn_queries, "queries per flash-attention workgroup (plain, quad)");
+  cmd->add_option("--attention", o->attention, "flash attention variant: plain, quad or tiled (FA2-style register tiles)")
+      ->check(CLI::IsMember({"plain", "quad", "tiled"}));
+  cmd->add_option("--attn-geometry", o->attn_geometry,
+                  "tiled attention: queries per workgroup, queries per thread (4|8), keys per thread (4|8)")
+      ->expected(3);
   cmd->callback([o] {
     if (o->stage.empty() && !o->synthetic) throw Error("give --stage DIR or --synthetic", "ember bench ss-flow");
     o->gpu.device.profiling = true;
@@ -71,7 +89,12 @@ void add_bench_ss_flow(CLI::App& bench) {
     mo.matmul = {o->matmul[0], o->matmul[1], o->matmul[2], o->vec4};
     mo.attention_queries = o->attn_queries;
     mo.fuse_gelu = o->fuse_gelu;
-    mo.quad_attention = !o->no_quad;
+    mo.attention = o->no_quad            ? kernels::FlashVariant::Plain
+                   : o->attention == "plain" ? kernels::FlashVariant::Plain
+                   : o->attention == "tiled" ? kernels::FlashVariant::Tiled
+                                             : kernels::FlashVariant::Quad;
+    mo.mlp2_k_splits = o->mlp2_splits;
+    mo.attention_tiled = {o->attn_geometry[0], o->attn_geometry[1], o->attn_geometry[2]};
     mo.attention_keys = o->attn_keys;
     auto t_load = std::chrono::steady_clock::now();
     trellis::SsFlowModel model(kernels, *source, mo);
@@ -88,8 +111,22 @@ void add_bench_ss_flow(CLI::App& bench) {
                         {"config", {{"tokens", c.tokens()}, {"channels", c.model_channels}, {"blocks", c.num_blocks},
                                     {"heads", c.num_heads}, {"context", ctx}}},
                         {"matmul_geometry", o->matmul}, {"attention_queries", o->attn_queries},
-                        {"quad_attention", !o->no_quad}, {"attention_keys", o->attn_keys}, {"fuse_gelu", o->fuse_gelu}, {"matmul_vec4", o->vec4}};
+                        {"attention", attention_name(model.options().attention)}, {"attention_keys", o->attn_keys},
+                        {"attention_geometry", {model.options().attention_tiled.queries, model.options().attention_tiled.queries_per_thread,
+                                                model.options().attention_tiled.keys_per_thread}}, {"fuse_gelu", o->fuse_gelu}, {"mlp2_k_splits", o->mlp2_splits}, {"matmul_vec4", o->vec4}};
     std::string text;
+    {
+      const auto& mo_used = model.options();
+      char line[160];
+      const auto& g = mo_used.attention_tiled;
+      if (mo_used.attention == kernels::FlashVariant::Tiled)
+        snprintf(line, sizeof line, "attention: tiled, %u queries per workgroup, %u x %u per thread\n", g.queries, g.queries_per_thread,
+                 g.keys_per_thread);
+      else
+        snprintf(line, sizeof line, "attention: %s, %u queries per workgroup, %u keys per tile\n", attention_name(mo_used.attention),
+                 o->attn_queries, o->attn_keys);
+      text += line;
+    }
     for (int batch : {1, 2}) {
       if (batch == 1 && o->batch2_only) continue;
       auto x = trellis::gaussian_noise(7, size_t(batch * n));

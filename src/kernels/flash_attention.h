@@ -1,10 +1,28 @@
-// Attention for head size 64: flash attention (src/kernels/flash_attention.wgsl, flash_attention_quad.wgsl) and the per-head
+// Attention: flash attention (src/kernels/flash_attention.wgsl, flash_attention_quad.wgsl,
+// flash_attention_tiled.wgsl; head size 64, the tiled one also 32) and the per-head
 // RMS norm of q and k (src/kernels/head_rms_norm.wgsl).
 #pragma once
 
 #include "kernels/dispatch.h"
 
 namespace ember::kernels {
+
+enum class FlashVariant {
+  Plain,  // flash_attention.wgsl: one query per thread
+  Quad,   // flash_attention_quad.wgsl: 4 queries per lane quad (needs subgroups of a multiple of 4)
+  Tiled,  // flash_attention_tiled.wgsl: FA2-style register tiles (needs subgroups of a multiple of 8)
+};
+
+// The tiled variant's geometry: a workgroup owns `queries` queries; per tile of 8 *
+// keys_per_thread keys a thread computes queries_per_thread x keys_per_thread scores, then
+// queries_per_thread x head_dim/8 outputs. queries_per_thread and keys_per_thread are 4 or 8.
+struct FlashTiledGeometry {
+  uint32_t queries = 64, queries_per_thread = 8, keys_per_thread = 8;
+  bool operator==(const FlashTiledGeometry&) const = default;
+};
+
+// Workgroup memory of the tiled variant in bytes (Q^T, K^T shared with P^T, V).
+uint32_t flash_tiled_workgroup_bytes(const FlashTiledGeometry& g, uint32_t head_dim);
 
 // Strides and offsets in floats, multiples of 4. See flash_attention.wgsl for the layout.
 struct FlashAttentionArgs {
@@ -14,11 +32,11 @@ struct FlashAttentionArgs {
   uint32_t batch, heads, nq, nk;
   uint32_t q_stride, q_offset, kv_stride, k_offset, v_offset, o_stride;
   float scale;
-  uint32_t queries_per_workgroup = 64;  // multiple of 4 for the quad variant
-  // The quad variant (flash_attention_quad.wgsl): 4 queries per lane quad, 4x the reuse of each
-  // key/value load; needs subgroups (size a multiple of 4).
-  bool quad = false;
-  uint32_t keys_per_tile = 32;  // quad variant: keys per workgroup-memory tile (multiple of 8)
+  FlashVariant variant = FlashVariant::Plain;
+  uint32_t queries_per_workgroup = 64;  // plain and quad (multiple of 4 for quad)
+  uint32_t keys_per_tile = 32;          // quad: keys per workgroup-memory tile (multiple of 8)
+  FlashTiledGeometry tiled{};
+  uint32_t head_dim = 64;  // 64; the tiled variant also takes 32
 };
 
 Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& args, const std::string& region = "");

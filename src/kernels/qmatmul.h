@@ -2,6 +2,8 @@
 // (src/kernels/qmatmul.wgsl), with fused epilogues.
 #pragma once
 
+#include <vector>
+
 #include "kernels/dispatch.h"
 
 namespace ember::kernels {
@@ -15,9 +17,12 @@ struct QuantizedMatrix {
 enum class Epilogue { None, Gelu, GatedResidual, Residual, AddRows };
 
 // Workgroup geometry: tile = 8*wg_tokens tokens x 8*wg_rows rows; k_step divides 64.
+// k_splits > 1: split-K, each tile's K range cut into k_splits chunks (whole 64-column groups)
+// summed by a second pass: fills the GPU when a long K has few output tiles (mlp.2).
 struct QMatmulGeometry {
   uint32_t wg_tokens = 16, wg_rows = 16, k_step = 16;
   bool vec4 = false;  // workgroup tiles read as vec4 (4 loads per 64 FMAs instead of 16)
+  uint32_t k_splits = 1;
   bool operator==(const QMatmulGeometry&) const = default;
 };
 
@@ -34,8 +39,17 @@ struct QMatmulArgs {
   const gpu::Buffer* extra = nullptr;
   uint32_t tokens_per_batch = 1, gate_stride = 0, gate_offset = 0, add_period = 1;
   QMatmulGeometry geometry{};
+  // geometry.k_splits > 1: f32 scratch of at least qmatmul_split_floats(...) floats.
+  const gpu::Buffer* split_partials = nullptr;
 };
 
+// One dispatch; geometry.k_splits must be 1.
 Dispatch qmatmul(gpu::KernelCache& kernels, const QMatmulArgs& args, const std::string& region = "");
+
+// One dispatch, or with k_splits > 1 two: the partial products, then `region + ".sum"`.
+std::vector<Dispatch> qmatmul_dispatches(gpu::KernelCache& kernels, const QMatmulArgs& args, const std::string& region = "");
+
+// Floats of split_partials that a split-K product of `tokens` tokens by `w` needs.
+uint64_t qmatmul_split_floats(const QuantizedMatrix& w, uint32_t tokens, uint32_t k_splits);
 
 }  // namespace ember::kernels

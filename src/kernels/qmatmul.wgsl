@@ -8,6 +8,9 @@
 //   GATE       y = y + gate[batch][r] * (acc + b)   (gated residual; gate = an adaLN chunk)
 //   RESIDUAL   y = y + (acc + b)
 //   ADD_ROWS   y = acc + b + add[t % add_period][r] (position embedding)
+// SPLIT_K: workgroup z sums only columns [z k_chunk, (z+1) k_chunk) and writes that partial (plus
+// b for z = 0) to y as [z][tokens][rows]; qmatmul_split_sum.wgsl then adds the partials and
+// applies the epilogue. For matrices whose few output tiles would leave SMs idle for a long K.
 struct Params {
   tokens: u32,
   rows: u32,
@@ -20,7 +23,7 @@ struct Params {
   gate_stride: u32,
   gate_offset: u32,
   add_period: u32,
-  _pad: u32,
+  k_chunk: u32,  // columns per workgroup z (padded_cols without SPLIT_K)
 }
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -69,6 +72,9 @@ fn row_of(tr: u32, j: u32) -> u32 { return tr + j * WG_R; }
 #endif
 
 #include "activation_fns.wgsl"
+#if !SPLIT_K
+#include "qmatmul_epilogue.wgsl"
+#endif
 
 // Twin of trellis::quant_block_index (src/trellis/stage_tensors.h): tile outer, group inner.
 fn quant_block_index(tile: u32, group: u32) -> u32 {
@@ -84,7 +90,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   var acc: array<f32, 64>;  // MT * MR
   for (var i = 0u; i < MT * MR; i++) { acc[i] = 0.0; }
 
-  for (var k0 = 0u; k0 < p.padded_cols; k0 += KS) {
+  let k_begin = wg.z * p.k_chunk;
+  let k_end = min(k_begin + p.k_chunk, p.padded_cols);
+  for (var k0 = k_begin; k0 < k_end; k0 += KS) {
     // X tile, transposed into xs[k][token].
     for (var idx = li; idx < BT * KS; idx += NT) {
       let kk = idx % KS;
@@ -141,25 +149,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   for (var j = 0u; j < MR; j++) {
     let r = r0 + row_of(tr, j);
     if (r >= p.rows) { continue; }
+#if SPLIT_K
+    let b = select(0.0, unpack2x16float(bias[r >> 1u])[r & 1u], wg.z == 0u);
+#else
     let b = unpack2x16float(bias[r >> 1u])[r & 1u];
+#endif
     for (var i = 0u; i < MT; i++) {
       let t = t0 + token_of(tt, i);
       if (t >= p.tokens) { continue; }
-      var v = acc[i * MR + j] + b;
-      let o = t * p.y_stride + r;
-#if GELU
-      v = gelu_tanh(v);
+#if SPLIT_K
+      y[(wg.z * p.tokens + t) * p.rows + r] = acc[i * MR + j] + b;
+#else
+      store_output(t, r, acc[i * MR + j] + b);
 #endif
-#if GATE
-      v = y[o] + gate[(t / p.tokens_per_batch) * p.gate_stride + p.gate_offset + r] * v;
-#endif
-#if RESIDUAL
-      v = y[o] + v;
-#endif
-#if ADD_ROWS
-      v = v + add[(t % p.add_period) * p.rows + r];
-#endif
-      y[o] = v;
     }
   }
 }

@@ -23,6 +23,7 @@ struct SsFlowModel::Weights {
 
 struct SsFlowModel::Buffers {
   gpu::Buffer x, tfreq, temb_a, temb, mods, h, hn, qkv, att, mlp, out, ctx;
+  gpu::Buffer split_partials;  // mlp.2 split-K partial products (mlp2_k_splits > 1)
   std::vector<gpu::Buffer> kv;  // per block: cross-attention k|v of the context [2][ctx][2C]
   std::vector<kernels::Dispatch> context_graph;
 };
@@ -39,8 +40,19 @@ SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const
     : kernels_(kernels), options_(options), config_(ss_flow_config_of(s)), w_(std::make_unique<Weights>()),
       b_(std::make_unique<Buffers>()) {
   const gpu::Device& d = kernels.device();
-  if (!d.has_subgroups()) options_.subgroups = options_.quad_attention = false;
-  if (d.subgroup_size() % 4 != 0) options_.quad_attention = false;  // a quad must sit inside one subgroup
+  using kernels::FlashVariant;
+  if (!d.has_subgroups()) options_.subgroups = false;
+  // A quad (tiled: a row group of 8 lanes) must sit inside one subgroup.
+  if (options_.attention == FlashVariant::Tiled && (!d.has_subgroups() || d.subgroup_size() % 8 != 0))
+    options_.attention = FlashVariant::Quad;
+  if (options_.attention == FlashVariant::Quad && (!d.has_subgroups() || d.subgroup_size() % 4 != 0))
+    options_.attention = FlashVariant::Plain;
+  if (options_.attention == FlashVariant::Tiled) {
+    auto& g = options_.attention_tiled;
+    const uint32_t limit = d.limits().maxComputeWorkgroupStorageSize, head_dim = uint32_t(config_.model_channels / config_.num_heads);
+    if (kernels::flash_tiled_workgroup_bytes(g, head_dim) > limit) g.keys_per_thread = 4;
+    while (kernels::flash_tiled_workgroup_bytes(g, head_dim) > limit && g.queries > g.queries_per_thread) g.queries /= 2;
+  }
   w_->t0 = linear(d, s, "t_embedder.mlp.0");
   w_->t2 = linear(d, s, "t_embedder.mlp.2");
   w_->input = linear(d, s, "input_layer");
@@ -76,6 +88,9 @@ SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const
   b_->att = buf(B * N * C, "attention");
   b_->mlp = buf(B * N * uint64_t(config_.mlp_channels()), "mlp hidden");
   b_->out = buf(B * N * uint64_t(config_.out_channels), "output");
+  if (options_.mlp2_k_splits > 1 && !w_->blocks.empty())
+    b_->split_partials = buf(kernels::qmatmul_split_floats(w_->blocks.front().mlp2, uint32_t(B * N), options_.mlp2_k_splits),
+                             "mlp.2 split-K partials");
 }
 
 SsFlowModel::~SsFlowModel() = default;
@@ -160,8 +175,8 @@ void SsFlowModel::build_graphs() {
       g.push_back(kernels::flash_attention(K, {.q = &b_->qkv, .kv = &b_->qkv, .out = &b_->att, .batch = B, .heads = H, .nq = N,
                                                .nk = N, .q_stride = 3 * C, .q_offset = 0, .kv_stride = 3 * C, .k_offset = C,
                                                .v_offset = 2 * C, .o_stride = C, .scale = 0.125f,
-                                               .queries_per_workgroup = options_.attention_queries,
-                                               .quad = options_.quad_attention, .keys_per_tile = options_.attention_keys},
+                                               .variant = options_.attention, .queries_per_workgroup = options_.attention_queries,
+                                               .keys_per_tile = options_.attention_keys, .tiled = options_.attention_tiled},
                                            "self_attn.flash"));
       g.push_back(mm(b_->att, C, w.self_out, b_->h, C, T, "self_attn.to_out+gate", Epilogue::GatedResidual, &b_->mods, 2 * C));
       // x += CrossAttn(norm2(x), cond)
@@ -170,8 +185,8 @@ void SsFlowModel::build_graphs() {
       g.push_back(kernels::flash_attention(K, {.q = &b_->qkv, .kv = &b_->kv[i], .out = &b_->att, .batch = B, .heads = H, .nq = N,
                                                .nk = L, .q_stride = C, .q_offset = 0, .kv_stride = 2 * C, .k_offset = 0,
                                                .v_offset = C, .o_stride = C, .scale = 0.125f,
-                                               .queries_per_workgroup = options_.attention_queries,
-                                               .quad = options_.quad_attention, .keys_per_tile = options_.attention_keys},
+                                               .variant = options_.attention, .queries_per_workgroup = options_.attention_queries,
+                                               .keys_per_tile = options_.attention_keys, .tiled = options_.attention_tiled},
                                            "cross_attn.flash"));
       g.push_back(mm(b_->att, C, w.cross_out, b_->h, C, T, "cross_attn.to_out+residual", Epilogue::Residual));
       // x += gate_mlp * MLP(m(norm3(x)))
@@ -182,7 +197,14 @@ void SsFlowModel::build_graphs() {
         g.push_back(mm(b_->hn, C, w.mlp0, b_->mlp, F, T, "mlp.0"));
         g.push_back(kernels::activation(K, kernels::Activation::GeluTanh, b_->mlp, T * F, "mlp.gelu"));
       }
-      g.push_back(mm(b_->mlp, F, w.mlp2, b_->h, C, T, "mlp.2+gate", Epilogue::GatedResidual, &b_->mods, 5 * C));
+      auto mlp2_geo = geo;
+      mlp2_geo.k_splits = options_.mlp2_k_splits;
+      for (auto& d : kernels::qmatmul_dispatches(K, {.x = &b_->mlp, .x_stride = F, .w = &w.mlp2, .y = &b_->h, .y_stride = C, .tokens = T,
+                                                     .epilogue = Epilogue::GatedResidual, .extra = &b_->mods, .tokens_per_batch = N,
+                                                     .gate_stride = 6 * C, .gate_offset = 5 * C, .geometry = mlp2_geo,
+                                                     .split_partials = &b_->split_partials},
+                                                 "mlp.2+gate"))
+        g.push_back(std::move(d));
     }
     g.push_back(norm(nullptr, 0, 0, nullptr, nullptr, 1e-5f, "final_norm"));
     g.push_back(mm(b_->hn, C, w_->out, b_->out, uint32_t(config_.out_channels), T, "out_layer"));

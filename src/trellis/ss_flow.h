@@ -13,6 +13,7 @@
 #include "gpu/kernel.h"
 #include "gpu/recorder.h"
 #include "kernels/dispatch.h"
+#include "kernels/flash_attention.h"
 #include "kernels/qmatmul.h"
 #include "trellis/stage_tensors.h"
 
@@ -22,14 +23,19 @@ using formats::SsFlowConfig;  // read from the stage's tensor shapes (trellis/ss
 
 struct SsFlowOptions {
   kernels::QMatmulGeometry matmul{};
-  uint32_t attention_queries = 128;  // queries per flash-attention workgroup (H200: 128 > 64 > 32)
-  uint32_t attention_keys = 32;      // keys per workgroup-memory tile (quad variant)
+  // mlp.2 (K = 3072, few output tiles): split-K chunks; 1 = the plain geometry above.
+  uint32_t mlp2_k_splits = 1;
+  // Flash attention: the quad variant where the device has subgroups (else plain), or the tiled
+  // one where asked for (its geometry shrunk to fit the device's workgroup memory).
+  kernels::FlashVariant attention = kernels::FlashVariant::Quad;
+  uint32_t attention_queries = 128;  // plain and quad: queries per workgroup (H200: 128 > 64 > 32)
+  uint32_t attention_keys = 32;      // quad: keys per workgroup-memory tile
+  kernels::FlashTiledGeometry attention_tiled{};
   bool subgroups = true;            // use subgroup reductions where the device has them
   // GELU fused into the mlp.0 matmul's epilogue. Off by default: on the H200 (NVIDIA Vulkan) the
   // fused variant ran 10x slower (8.7 ms vs 0.9 ms at 4096x3072x768), apparently its accumulators
   // left registers; a separate in-place GELU pass costs ~0.05 ms.
   bool fuse_gelu = false;
-  bool quad_attention = true;  // flash_attention_quad where the device has subgroups
 };
 
 class SsFlowModel {
@@ -40,6 +46,7 @@ class SsFlowModel {
   SsFlowModel& operator=(const SsFlowModel&) = delete;
 
   const SsFlowConfig& config() const { return config_; }
+  const SsFlowOptions& options() const { return options_; }  // as used: fitted to the device
   const gpu::Device& device() const;
   gpu::KernelCache& kernels() const { return kernels_; }
 

@@ -28,6 +28,7 @@ void parallel_for(int64_t n, F&& f) {
 // round alike.
 constexpr int64_t kTokenBlock = 4, kRowBlock = 64;  // linear: tokens x rows per accumulator block (2 KiB)
 constexpr int64_t kQueryBlock = 8, kKeyTile = 128;  // attention: queries per block, keys per score tile
+constexpr int64_t kMaxHeadDim = 128;
 
 // y rows of token blocks [begin, end): y[t][r] = b[r] + sum over c ascending of wt[c][r] x[t][c].
 __attribute__((target_clones("avx2", "default"))) void linear_blocks(const float* x, int64_t tokens, int64_t in,
@@ -54,24 +55,24 @@ __attribute__((target_clones("avx2", "default"))) void linear_blocks(const float
 }
 
 // Attention outputs of items [begin, end) (item = head * query blocks + query block); kt[h] is
-// head h's keys transposed [64][nk], vh[h] its values [nk][64].
+// head h's keys transposed [D][nk], vh[h] its values [nk][D] (D = head_dim <= kMaxHeadDim).
 __attribute__((target_clones("avx2", "default"))) void attention_items(
     const float* q, int64_t nq, int64_t q_stride, int64_t q_off, const std::vector<std::vector<double>>& kt,
-    const std::vector<std::vector<double>>& vh, int64_t nk, int64_t heads, double scale, float* out, int64_t begin,
+    const std::vector<std::vector<double>>& vh, int64_t nk, int64_t heads, int64_t D, double scale, float* out, int64_t begin,
     int64_t end) {
   const int64_t qblocks = (nq + kQueryBlock - 1) / kQueryBlock;
   std::vector<double> s(size_t(kQueryBlock * nk));
-  double qd[kQueryBlock][64], o[kQueryBlock][64];
+  double qd[kQueryBlock][kMaxHeadDim], o[kQueryBlock][kMaxHeadDim];
   for (int64_t item = begin; item < end; item++) {
     const int64_t h = item / qblocks, i0 = (item % qblocks) * kQueryBlock, ni = std::min(kQueryBlock, nq - i0);
     const double* K = kt[size_t(h)].data();
     const double* V = vh[size_t(h)].data();
     for (int64_t i = 0; i < ni; i++)
-      for (int c = 0; c < 64; c++) qd[i][c] = q[(i0 + i) * q_stride + q_off + h * 64 + c];
+      for (int64_t c = 0; c < D; c++) qd[i][c] = q[(i0 + i) * q_stride + q_off + h * D + c];
     for (int64_t j0 = 0; j0 < nk; j0 += kKeyTile) {
       const int64_t nj = std::min(kKeyTile, nk - j0);
       for (int64_t i = 0; i < ni; i++) std::fill_n(&s[size_t(i * nk + j0)], nj, 0.0);
-      for (int c = 0; c < 64; c++) {
+      for (int64_t c = 0; c < D; c++) {
         const double* kc = K + c * nk + j0;
         for (int64_t i = 0; i < ni; i++) {
           double* si = &s[size_t(i * nk + j0)];
@@ -86,13 +87,13 @@ __attribute__((target_clones("avx2", "default"))) void attention_items(
       for (int64_t j = 0; j < nk; j++) m = std::max(m, si[j] *= scale);
       double sum = 0;
       for (int64_t j = 0; j < nk; j++) sum += (si[j] = std::exp(si[j] - m));
-      std::fill_n(o[i], 64, 0.0);
+      std::fill_n(o[i], D, 0.0);
       for (int64_t j = 0; j < nk; j++) {
         const double p = si[j];
-        const double* vj = V + j * 64;
-        for (int c = 0; c < 64; c++) o[i][c] += p * vj[c];
+        const double* vj = V + j * D;
+        for (int64_t c = 0; c < D; c++) o[i][c] += p * vj[c];
       }
-      for (int c = 0; c < 64; c++) out[(i0 + i) * heads * 64 + h * 64 + c] = float(o[i][c] / sum);
+      for (int64_t c = 0; c < D; c++) out[(i0 + i) * heads * D + h * D + c] = float(o[i][c] / sum);
     }
   }
 }
@@ -165,25 +166,27 @@ void head_rms_norm(std::vector<float>& x, int64_t tokens, int64_t stride, int64_
 
 std::vector<float> attention(const std::vector<float>& q, int64_t nq, int64_t q_stride, int64_t q_off,
                              const std::vector<float>& kv, int64_t nk, int64_t kv_stride, int64_t k_off,
-                             int64_t v_off, int64_t heads, double scale) {
+                             int64_t v_off, int64_t heads, double scale, int64_t head_dim) {
+  if (head_dim < 1 || head_dim > kMaxHeadDim) throw std::runtime_error("reference attention: head_dim out of range");
+  const int64_t D = head_dim;
   // Per query: s_j = scale * sum_c q_c k_jc (c ascending), p_j = exp(s_j - max s), o_c = sum_j p_j
   // v_jc (j ascending) / sum_j p_j, all in double. Keys are transposed per head and scores built
   // for a block of queries over a tile of keys, so the inner loops are elementwise; the order of
   // every sum is that of the plain loops.
-  std::vector<float> out(size_t(nq * heads * 64));
+  std::vector<float> out(size_t(nq * heads * D));
   const int64_t qblocks = (nq + kQueryBlock - 1) / kQueryBlock;
   std::vector<std::vector<double>> kt(static_cast<size_t>(heads)), vh(static_cast<size_t>(heads));
   for (int64_t h = 0; h < heads; h++) {
-    kt[size_t(h)].resize(size_t(64 * nk));
-    vh[size_t(h)].resize(size_t(nk * 64));
+    kt[size_t(h)].resize(size_t(D * nk));
+    vh[size_t(h)].resize(size_t(nk * D));
     for (int64_t j = 0; j < nk; j++)
-      for (int c = 0; c < 64; c++) {
-        kt[size_t(h)][size_t(c * nk + j)] = kv[size_t(j * kv_stride + k_off + h * 64 + c)];
-        vh[size_t(h)][size_t(j * 64 + c)] = kv[size_t(j * kv_stride + v_off + h * 64 + c)];
+      for (int64_t c = 0; c < D; c++) {
+        kt[size_t(h)][size_t(c * nk + j)] = kv[size_t(j * kv_stride + k_off + h * D + c)];
+        vh[size_t(h)][size_t(j * D + c)] = kv[size_t(j * kv_stride + v_off + h * D + c)];
       }
   }
   parallel_for(heads * qblocks, [&](int64_t begin, int64_t end) {
-    attention_items(q.data(), nq, q_stride, q_off, kt, vh, nk, heads, scale, out.data(), begin, end);
+    attention_items(q.data(), nq, q_stride, q_off, kt, vh, nk, heads, D, scale, out.data(), begin, end);
   });
   return out;
 }

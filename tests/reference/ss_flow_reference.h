@@ -33,11 +33,11 @@ float silu(float x);
 // x / max(||x||, 1e-12) * 8 * gamma[head] for each 64-vector of q (cols [q_off, q_off+C)) of every row.
 void head_rms_norm(std::vector<float>& x, int64_t tokens, int64_t stride, int64_t offset, int64_t heads,
                    const std::vector<float>& gamma);
-// Softmax attention of one batch: q rows [nq][q_stride] at q_off + head*64, k/v [nk][kv_stride].
-// out [nq][heads*64]. scale multiplies the scores.
+// Softmax attention of one batch: q rows [nq][q_stride] at q_off + head*head_dim, k/v
+// [nk][kv_stride]. out [nq][heads*head_dim]. scale multiplies the scores.
 std::vector<float> attention(const std::vector<float>& q, int64_t nq, int64_t q_stride, int64_t q_off,
                              const std::vector<float>& kv, int64_t nk, int64_t kv_stride, int64_t k_off,
-                             int64_t v_off, int64_t heads, double scale);
+                             int64_t v_off, int64_t heads, double scale, int64_t head_dim = 64);
 // [cos(T g_i), sin(T g_i)], g_i = exp(-ln(10000) i / 128), T = 1000 t.
 std::vector<float> timestep_frequencies(double t);
 

@@ -1,0 +1,211 @@
+enable subgroups;
+// Flash attention, FA2-style register tiling (same contract and layout as flash_attention.wgsl,
+// head size D). A workgroup owns BQ queries of one head; per tile of BK keys:
+//   1. K^T and V arrive in workgroup memory (Q^T sits there for the whole kernel, pre-scaled).
+//   2. S = Q K^T as a register tile: a thread owns TQ queries x TK keys, so each d step is
+//      TQ/4 + TK/4 vec4 loads for TQ*TK FMAs (the matmul's reuse, no cross-lane dot products).
+//   3. Online softmax: the LANES threads sharing a query row agree on its max with subgroup xor
+//      shuffles (LANES consecutive lanes, inside one subgroup); each keeps a partial row sum.
+//   4. P^T goes to workgroup memory over the spent K^T; O += P V, a thread owning TQ queries x
+//      D/LANES dims of the output accumulators.
+// exp2 with log2(e) folded into the query scale. Needs subgroups of a multiple of LANES lanes
+// laid out over local_invocation_index. Workgroup memory: 4 * (D*BQ + max(D, BQ)*BK + BK*D) bytes.
+struct Params {
+  nq: u32,
+  nk: u32,
+  q_stride: u32,
+  kv_stride: u32,
+  o_stride: u32,
+  q_offset: u32,
+  k_offset: u32,
+  v_offset: u32,
+  scale: f32,
+  _p0: u32,
+  _p1: u32,
+  _p2: u32,
+}
+
+@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> kv: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> o: array<vec4<f32>>;
+@group(0) @binding(3) var<uniform> p: Params;
+
+// Register-tile shape (structural: they size per-thread arrays).
+#if HEAD_DIM_32
+const D: u32 = 32u;
+#else
+const D: u32 = 64u;
+#endif
+#if QUERIES_PER_THREAD_4
+const TQ: u32 = 4u;
+#else
+const TQ: u32 = 8u;
+#endif
+#if KEYS_PER_THREAD_4
+const TK: u32 = 4u;
+#else
+const TK: u32 = 8u;
+#endif
+const LANES: u32 = 8u;          // threads sharing a query row
+const BK: u32 = LANES * TK;     // keys per tile
+const TQ4: u32 = TQ / 4u;
+const TK4: u32 = TK / 4u;
+const D4: u32 = D / 4u;
+const BK4: u32 = BK / 4u;
+const RC4: u32 = D / (4u * LANES);  // output dims per thread / 4
+const NEG_BIG: f32 = -3.0e38;
+const LOG2E: f32 = 1.4426950408889634;
+
+override BQ: u32 = 64u;         // queries per workgroup (multiple of TQ)
+override BQ4 = BQ / 4u;
+override WG = (BQ / TQ) * LANES;
+override KP4 = max(D, BQ) * BK4;
+
+var<workgroup> qt: array<vec4<f32>, D * BQ4>;    // Q^T [d][query / 4], scaled by scale * log2(e)
+var<workgroup> kp: array<vec4<f32>, KP4>;        // K^T [d][key / 4]; then P^T [key][query / 4]
+var<workgroup> vs: array<vec4<f32>, BK * D4>;    // V [key][d / 4]
+
+// Item idx of the Q^T staging: 4 queries x 4 dims, read as 4 rows, stored as 4 columns.
+fn load_transposed_q(batch: u32, head: u32, q0: u32, idx: u32) {
+  let qb = idx / D4;  // query block within the workgroup
+  let db = idx % D4;
+  var r: array<vec4<f32>, 4>;
+  for (var e = 0u; e < 4u; e++) {
+    let i = q0 + 4u * qb + e;
+    r[e] = vec4<f32>(0.0);
+    if (i < p.nq) { r[e] = q[((batch * p.nq + i) * p.q_stride + p.q_offset + head * D) / 4u + db]; }
+  }
+  let sc = p.scale * LOG2E;
+  for (var e = 0u; e < 4u; e++) {
+    qt[(4u * db + e) * BQ4 + qb] = vec4<f32>(r[0][e], r[1][e], r[2][e], r[3][e]) * sc;
+  }
+}
+
+// K^T and V of the tile at key k0 (zeros past nk).
+fn load_tile(batch: u32, head: u32, k0: u32, li: u32) {
+  for (var idx = li; idx < BK4 * D4; idx += WG) {
+    let kb = idx / D4;
+    let db = idx % D4;
+    var r: array<vec4<f32>, 4>;
+    for (var e = 0u; e < 4u; e++) {
+      let j = k0 + 4u * kb + e;
+      r[e] = vec4<f32>(0.0);
+      if (j < p.nk) { r[e] = kv[((batch * p.nk + j) * p.kv_stride + p.k_offset + head * D) / 4u + db]; }
+    }
+    for (var e = 0u; e < 4u; e++) {
+      kp[(4u * db + e) * BK4 + kb] = vec4<f32>(r[0][e], r[1][e], r[2][e], r[3][e]);
+    }
+  }
+  for (var idx = li; idx < BK * D4; idx += WG) {
+    let j = k0 + idx / D4;
+    var v = vec4<f32>(0.0);
+    if (j < p.nk) { v = kv[((batch * p.nk + j) * p.kv_stride + p.v_offset + head * D) / 4u + idx % D4]; }
+    vs[idx] = v;
+  }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+  let head = wg.y;
+  let batch = wg.z;
+  let q0 = wg.x * BQ;
+  let lane = li % LANES;
+  let rg = li / LANES;  // row group: queries q0 + rg*TQ .. + TQ-1
+  // This thread's keys in a tile: vec v holds keys 4(v*LANES + lane) .. +3 (interleaved so the
+  // lanes of a row group read consecutive vec4); its output dims likewise 4(u*LANES + lane) .. +3.
+  for (var idx = li; idx < BQ4 * D4; idx += WG) { load_transposed_q(batch, head, q0, idx); }
+
+  var acc: array<vec4<f32>, TQ * RC4>;  // acc[a*RC4 + u]: query a, dims of vec u
+  var m: array<f32, TQ>;
+  var l: array<f32, TQ>;
+  for (var a = 0u; a < TQ; a++) {
+    m[a] = NEG_BIG;
+    l[a] = 0.0;
+    for (var u = 0u; u < RC4; u++) { acc[a * RC4 + u] = vec4<f32>(0.0); }
+  }
+
+  for (var k0 = 0u; k0 < p.nk; k0 += BK) {
+    load_tile(batch, head, k0, li);
+    workgroupBarrier();
+
+    var s: array<vec4<f32>, TQ * TK4>;  // s[a*TK4 + v]: query a, keys of vec v
+    for (var i = 0u; i < TQ * TK4; i++) { s[i] = vec4<f32>(0.0); }
+    for (var d = 0u; d < D; d++) {
+      var qa: array<vec4<f32>, TQ4>;
+      var kb: array<vec4<f32>, TK4>;
+      for (var t = 0u; t < TQ4; t++) { qa[t] = qt[d * BQ4 + rg * TQ4 + t]; }
+      for (var v = 0u; v < TK4; v++) { kb[v] = kp[d * BK4 + v * LANES + lane]; }
+      for (var a = 0u; a < TQ; a++) {
+        let qs = vec4<f32>(qa[a / 4u][a % 4u]);
+        for (var v = 0u; v < TK4; v++) { s[a * TK4 + v] = fma(qs, kb[v], s[a * TK4 + v]); }
+      }
+    }
+    if (k0 + BK > p.nk) {  // the last, partial tile: keys past nk get no weight
+      for (var v = 0u; v < TK4; v++) {
+        let j = vec4<u32>(k0 + 4u * (v * LANES + lane)) + vec4<u32>(0u, 1u, 2u, 3u);
+        let dead = j >= vec4<u32>(p.nk);
+        for (var a = 0u; a < TQ; a++) { s[a * TK4 + v] = select(s[a * TK4 + v], vec4<f32>(NEG_BIG), dead); }
+      }
+    }
+
+    // Online softmax.
+    for (var a = 0u; a < TQ; a++) {
+      var mx = m[a];
+      for (var v = 0u; v < TK4; v++) {
+        let sv = s[a * TK4 + v];
+        mx = max(mx, max(max(sv.x, sv.y), max(sv.z, sv.w)));
+      }
+      mx = max(mx, subgroupShuffleXor(mx, 1u));
+      mx = max(mx, subgroupShuffleXor(mx, 2u));
+      mx = max(mx, subgroupShuffleXor(mx, 4u));
+      let corr = exp2(m[a] - mx);
+      m[a] = mx;
+      var sum = 0.0;
+      for (var v = 0u; v < TK4; v++) {
+        let pv = exp2(s[a * TK4 + v] - vec4<f32>(mx));
+        s[a * TK4 + v] = pv;
+        sum += (pv.x + pv.y) + (pv.z + pv.w);
+      }
+      l[a] = l[a] * corr + sum;
+      for (var u = 0u; u < RC4; u++) { acc[a * RC4 + u] *= corr; }
+    }
+    workgroupBarrier();  // every thread is done with K^T: P^T takes its place
+
+    for (var v = 0u; v < TK4; v++) {
+      let j = 4u * (v * LANES + lane);
+      for (var e = 0u; e < 4u; e++) {
+        for (var t = 0u; t < TQ4; t++) {
+          kp[(j + e) * BQ4 + rg * TQ4 + t] =
+              vec4<f32>(s[(4u * t) * TK4 + v][e], s[(4u * t + 1u) * TK4 + v][e], s[(4u * t + 2u) * TK4 + v][e],
+                        s[(4u * t + 3u) * TK4 + v][e]);
+        }
+      }
+    }
+    workgroupBarrier();
+
+    for (var j = 0u; j < BK; j++) {
+      var pa: array<vec4<f32>, TQ4>;
+      var vb: array<vec4<f32>, RC4>;
+      for (var t = 0u; t < TQ4; t++) { pa[t] = kp[j * BQ4 + rg * TQ4 + t]; }
+      for (var u = 0u; u < RC4; u++) { vb[u] = vs[j * D4 + u * LANES + lane]; }
+      for (var a = 0u; a < TQ; a++) {
+        let pw = vec4<f32>(pa[a / 4u][a % 4u]);
+        for (var u = 0u; u < RC4; u++) { acc[a * RC4 + u] = fma(pw, vb[u], acc[a * RC4 + u]); }
+      }
+    }
+    workgroupBarrier();  // before the next tile overwrites K^T / P^T and V
+  }
+
+  for (var a = 0u; a < TQ; a++) {
+    var sum = l[a];
+    sum += subgroupShuffleXor(sum, 1u);
+    sum += subgroupShuffleXor(sum, 2u);
+    sum += subgroupShuffleXor(sum, 4u);
+    let i = q0 + rg * TQ + a;
+    if (i < p.nq) {
+      let inv = 1.0 / sum;
+      let base = ((batch * p.nq + i) * p.o_stride + head * D) / 4u;
+      for (var u = 0u; u < RC4; u++) { o[base + u * LANES + lane] = acc[a * RC4 + u] * inv; }
+    }
+  }
+}
