@@ -154,7 +154,12 @@ INSTANTIATE_TEST_SUITE_P(
                       CandidateCase{"mlp_pair", {{"mlpPair", true}, {"mlpSlices", 5}, {"mlpWorkgroup", 128}}},
                       CandidateCase{"flash_blocks", {{"flash", true}, {"flashBlocks", 4}}},
                       CandidateCase{"kv_padding", {{"padding", 3}}},
-                      CandidateCase{"unfused", {{"unfused", true}, {"mlpPair", true}}}),
+                      CandidateCase{"unfused", {{"unfused", true}, {"mlpPair", true}}},
+                      CandidateCase{"prefill_geometries",
+                                    {{"mlpPair", true},
+                                     {"prefillMatmul", {{"mlp_down", {{"wgTokens", 4}, {"wgRows", 8}, {"kStep", 32}}},
+                                                        {"mlp_gate_up", {{"wgTokens", 8}, {"wgRows", 2}, {"kStep", 8}}},
+                                                        {"attn_qkv", {{"wgTokens", 2}, {"wgRows", 16}, {"kStep", 16}}}}}}}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Lfm2Engine, PromptLongerThanTheCacheIsAClearError) {
