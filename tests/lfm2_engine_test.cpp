@@ -159,7 +159,8 @@ INSTANTIATE_TEST_SUITE_P(
                                     {{"mlpPair", true},
                                      {"prefillMatmul", {{"mlp_down", {{"wgTokens", 4}, {"wgRows", 8}, {"kStep", 32}}},
                                                         {"mlp_gate_up", {{"wgTokens", 8}, {"wgRows", 2}, {"kStep", 8}}},
-                                                        {"attn_qkv", {{"wgTokens", 2}, {"wgRows", 16}, {"kStep", 16}}}}}}}),
+                                                        {"attn_qkv", {{"wgTokens", 2}, {"wgRows", 16}, {"kStep", 16}}},
+                                                        {"conv_in_proj", {{"wgTokens", 8}, {"wgRows", 8}, {"kStep", 16}, {"micro", 4}}}}}}}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Lfm2Engine, PromptLongerThanTheCacheIsAClearError) {

@@ -41,7 +41,7 @@ double run_matmul(uint32_t rows, uint32_t cols, uint32_t tokens, kernels::Output
   return test::rel_l2(dev.download_as<float>(yb), ref);
 }
 
-const std::vector<MatmulGeometry> kGeometries{{16, 16, 16}, {4, 8, 32}, {8, 2, 8}};
+const std::vector<MatmulGeometry> kGeometries{{16, 16, 16}, {4, 8, 32}, {8, 2, 8}, {4, 6, 16, 4}};
 
 }  // namespace
 
@@ -81,6 +81,8 @@ TEST(MatmulQ4, RejectsBadGeometriesAndShapes) {
   EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 8, .cols = 64, .geometry = {.wg_tokens = 64, .wg_rows = 64}}), Error);
   EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 8, .cols = 40}), Error);
   EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 40, .cols = 64, .kmajor = true}), Error);
+  EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 8, .cols = 64, .geometry = {.micro = 2}}), Error);
+  EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 64, .cols = 64, .kmajor = true, .geometry = {.wg_rows = 3, .micro = 4}}), Error);
   kernels::MatmulQ4 mm(k, {.rows = 8, .cols = 64});
   auto w = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(8 * 64, 1), 8, 64));
   gpu::Buffer x = test::upload_floats(std::vector<float>(64 * 2), "x");

@@ -14,7 +14,7 @@ static_assert(sizeof(MatmulParams) == 16);
 }  // namespace
 
 std::string matmul_geometry_name(const MatmulGeometry& g) {
-  return std::to_string(g.wg_tokens) + "x" + std::to_string(g.wg_rows) + "k" + std::to_string(g.k_step);
+  return std::to_string(g.wg_tokens) + "x" + std::to_string(g.wg_rows) + "k" + std::to_string(g.k_step) + (g.micro == 4 ? "m4" : "");
 }
 
 namespace {
@@ -23,7 +23,7 @@ uint64_t shared_bytes(const MatmulGeometry& g) { return 4ull * g.k_step * (g.til
 
 bool matmul_geometry_fits(const MatmulGeometry& g, const WGPULimits& lim) {
   const uint64_t threads = uint64_t(g.wg_tokens) * g.wg_rows;
-  return threads >= 1 && (g.k_step == 8 || g.k_step == 16 || g.k_step == 32) && threads <= lim.maxComputeInvocationsPerWorkgroup &&
+  return threads >= 1 && (g.k_step == 8 || g.k_step == 16 || g.k_step == 32) && (g.micro == 8 || g.micro == 4) && threads <= lim.maxComputeInvocationsPerWorkgroup &&
          threads <= lim.maxComputeWorkgroupSizeX && shared_bytes(g) <= lim.maxComputeWorkgroupStorageSize;
 }
 
@@ -37,16 +37,20 @@ MatmulQ4::MatmulQ4(gpu::KernelCache& kernels, const MatmulConfig& config) : kern
                               : "rows >= 1 and cols a positive multiple of 32");
   const MatmulGeometry& g = config.geometry;
   const std::string name = matmul_geometry_name(g);
-  if (g.wg_tokens == 0 || g.wg_rows == 0 || (g.k_step != 8 && g.k_step != 16 && g.k_step != 32))
-    throw Error("geometry " + name + " is not supported", where, "use positive thread counts and a K step of 8, 16 or 32");
+  if (g.wg_tokens == 0 || g.wg_rows == 0 || (g.k_step != 8 && g.k_step != 16 && g.k_step != 32) || (g.micro != 8 && g.micro != 4))
+    throw Error("geometry " + name + " is not supported", where, "use positive thread counts, a K step of 8, 16 or 32 and micro 4 or 8");
   if (!matmul_geometry_fits(g, kernels.device().limits()))
     throw Error("geometry " + name + " needs " + std::to_string(uint64_t(g.wg_tokens) * g.wg_rows) + " threads and " +
                     std::to_string(shared_bytes(g)) +
                     " bytes of workgroup memory, above this device's limits",
                 where, "use fewer threads or a smaller K step");
+  if (config.kmajor && g.tile_rows() % 8 != 0)
+    throw Error("geometry " + name + " has " + std::to_string(g.tile_rows()) + " rows per tile", where,
+                "k-major weights need a multiple of 8 rows per tile (one word): use an even wg_rows");
   gpu::KernelKey key{.file = "matmul_q4.wgsl", .constants = {{"WG_T", g.wg_tokens}, {"WG_R", g.wg_rows}, {"KS", g.k_step}}};
   if (config.mode == OutputMode::accumulate) key.defines.insert("ACCUMULATE");
   if (config.kmajor) key.defines.insert("KMAJOR");
+  if (g.micro == 4) key.defines.insert("MICRO4");
   kernel_ = &kernels.get(key);
 }
 

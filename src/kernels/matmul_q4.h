@@ -9,15 +9,17 @@
 
 namespace ember::kernels {
 
-// Workgroup geometry: a tile of 8 wg_tokens tokens x 8 wg_rows rows (8 x 8 outputs per thread);
-// K advances k_step columns per workgroup-memory round (8, 16 or 32).
+// Workgroup geometry: a tile of micro wg_tokens tokens x micro wg_rows rows (micro x micro
+// outputs per thread: 8, or 4 for more workgroups on small outputs); K advances k_step columns
+// per workgroup-memory round (8, 16 or 32).
 struct MatmulGeometry {
   uint32_t wg_tokens = 16, wg_rows = 16, k_step = 16;
-  uint32_t tile_tokens() const { return 8 * wg_tokens; }
-  uint32_t tile_rows() const { return 8 * wg_rows; }
+  uint32_t micro = 8;
+  uint32_t tile_tokens() const { return micro * wg_tokens; }
+  uint32_t tile_rows() const { return micro * wg_rows; }
   bool operator==(const MatmulGeometry&) const = default;
 };
-std::string matmul_geometry_name(const MatmulGeometry& g);  // "16x16k16" (tokens x rows, K step)
+std::string matmul_geometry_name(const MatmulGeometry& g);  // "16x16k16" (tokens x rows, K step; "m4" for micro 4)
 // Whether the kernel accepts `g` on a device with `limits` (K step, threads, workgroup memory).
 bool matmul_geometry_fits(const MatmulGeometry& g, const WGPULimits& limits);
 

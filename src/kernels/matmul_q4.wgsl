@@ -1,8 +1,9 @@
 // Y[t][r] = sum_c W[r][c] X[t][c] for T tokens (prefill): W a symmetric 4-bit matrix [rows][cols]
 // (q4_block.wgsl), X [T][cols] and Y [T][rows] f32, f32 arithmetic.
 //
-// Register-tiled like qmatmul.wgsl: a workgroup computes BT = 8 WG_T tokens x BR = 8 WG_R rows,
-// each thread MT x MR outputs strided by the thread grid (workgroup-memory reads conflict-free);
+// Register-tiled like qmatmul.wgsl: a workgroup computes BT = MT WG_T tokens x BR = MR WG_R rows,
+// each thread MT x MR outputs (8 x 8, MICRO4: 4 x 4) strided by the thread grid (workgroup-memory
+// reads conflict-free);
 // K advances KS columns at a time through workgroup memory, where W arrives dequantized (one u32
 // word = 8 weights per load task). Edges (rows, tokens or cols not a multiple of the tile) read
 // zeros and write nothing.
@@ -26,8 +27,13 @@ struct Params {
 override WG_T: u32 = 16u;  // threads along tokens
 override WG_R: u32 = 16u;  // threads along rows
 override KS: u32 = 16u;    // K step: 8, 16 or 32 (a whole number of words inside one block)
+#if MICRO4
+const MT: u32 = 4u;        // outputs per thread along tokens (MICRO4: smaller tiles, more workgroups)
+const MR: u32 = 4u;        // outputs per thread along rows
+#else
 const MT: u32 = 8u;        // outputs per thread along tokens
 const MR: u32 = 8u;        // outputs per thread along rows
+#endif
 override NT = WG_T * WG_R;
 override BT = WG_T * MT;
 override BR = WG_R * MR;
@@ -45,7 +51,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   let t0 = wg.y * BT;
   let tr = li % WG_R;
   let tt = li / WG_R;
-  var acc: array<f32, 64>;  // MT * MR
+  var acc: array<f32, MT * MR>;
   for (var i = 0u; i < MT * MR; i++) { acc[i] = 0.0; }
 
   for (var k0 = 0u; k0 < p.cols; k0 += KS) {
@@ -103,8 +109,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 #endif
     workgroupBarrier();
     for (var kk = 0u; kk < KS; kk++) {
-      var a: array<f32, 8>;
-      var b: array<f32, 8>;
+      var a: array<f32, MT>;
+      var b: array<f32, MR>;
       for (var i = 0u; i < MT; i++) { a[i] = xs[kk * XS + tt + i * WG_T]; }
       for (var j = 0u; j < MR; j++) { b[j] = wsh[kk * WSS + tr + j * WG_R]; }
       for (var i = 0u; i < MT; i++) {

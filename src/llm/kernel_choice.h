@@ -21,7 +21,8 @@ struct KernelChoices {
     kernels::MatvecGeometry geometry;
   };
   std::map<std::string, Matvec> matvec;  // by shape key: attn_qkv, conv_in_proj, ..., head
-  // Prefill matmul geometry by shape key (candidate's prefillMatmul); absent: the default.
+  // Prefill matmul geometry by shape key (candidate's prefillMatmul: wgTokens, wgRows, kStep,
+  // micro); absent: the default.
   std::map<std::string, kernels::MatmulGeometry> matmul;
   bool unfused = false;
   bool mlp_pair = false;                 // fused MLP over down.kquant (decode)

@@ -9,7 +9,7 @@
 namespace ember::tune {
 
 nlohmann::json matmul_geometry_json(const kernels::MatmulGeometry& g) {
-  return {{"wgTokens", g.wg_tokens}, {"wgRows", g.wg_rows}, {"kStep", g.k_step}};
+  return {{"wgTokens", g.wg_tokens}, {"wgRows", g.wg_rows}, {"kStep", g.k_step}, {"micro", g.micro}};
 }
 
 double MatmulShapeResult::best_tflops() const { return best_us > 0 ? 2.0 * shape.rows * shape.cols * tokens / (best_us * 1e6) : 0; }
@@ -23,11 +23,14 @@ nlohmann::json MatmulShapeResult::to_json() const {
 
 std::vector<kernels::MatmulGeometry> matmul_space(const gpu::Device& device, const std::vector<kernels::MatmulGeometry>& first) {
   std::vector<kernels::MatmulGeometry> out = first;
+  // Threads (tokens x rows), most plausible first: a search cut short has tried those.
+  const std::pair<uint32_t, uint32_t> threads[] = {{16, 16}, {16, 8}, {8, 16}, {8, 8},  {32, 8}, {8, 32}, {16, 32}, {32, 16},
+                                                   {32, 32}, {4, 16}, {16, 4}, {4, 32}, {32, 4}, {4, 8},  {8, 4},  {4, 4}};
   for (uint32_t ks : {16u, 32u, 8u})
-    for (uint32_t wt : {16u, 8u, 32u, 4u})
-      for (uint32_t wr : {16u, 8u, 32u, 4u}) {
-        kernels::MatmulGeometry g{wt, wr, ks};
-        if (wt * wr < 16 || !kernels::matmul_geometry_fits(g, device.limits())) continue;
+    for (uint32_t micro : {8u, 4u})
+      for (auto [wt, wr] : threads) {
+        kernels::MatmulGeometry g{wt, wr, ks, micro};
+        if (!kernels::matmul_geometry_fits(g, device.limits())) continue;
         if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
       }
   return out;

@@ -242,7 +242,7 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
   if (!res.prefill.empty()) {
     formats::OrderedJson pm = formats::OrderedJson::object();
     for (const auto& r : res.prefill)
-      pm[r.shape.key] = {{"wgTokens", r.best.wg_tokens}, {"wgRows", r.best.wg_rows}, {"kStep", r.best.k_step}};
+      pm[r.shape.key] = {{"wgTokens", r.best.wg_tokens}, {"wgRows", r.best.wg_rows}, {"kStep", r.best.k_step}, {"micro", r.best.micro}};
     c.extra["prefillMatmul"] = pm;
   }
   c.mlp_half_dot = "none";  // what ran here: f32 (the f16 options are unavailable, see above)
