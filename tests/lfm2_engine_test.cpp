@@ -84,6 +84,40 @@ TEST(Lfm2Engine, PrefillEqualsDecodeOneByOne) {
   EXPECT_LT(test::rel_l2(gpu_logits(a), prefilled), 1e-6);
 }
 
+// With the fused decode MLP (mlpPair: down.kquant is the model's down weight) prefill runs the
+// k-major matmul and decode the fused kernel: both must compute the same model.
+TEST(Lfm2Engine, PrefillEqualsDecodeWithFusedMlp) {
+  fs::path dir = fs::temp_directory_path() / "ember_candidates" / std::to_string(getpid()) / "prefill_mlp_pair";
+  auto pack = formats::LlmPack::open(test::with_candidate(test::lfm2_test_pack("tiny"), dir, {{"mlpPair", true}}));
+  auto ids = prompt_ids(static_cast<uint32_t>(pack.shape().vocab), 20, 6);
+  llm::Lfm2Model a(test::test_device(), test::test_kernels(), pack, {.prefill_chunk = 7, .quiet = true});
+  ASSERT_TRUE(a.choices().mlp_pair);
+  a.prefill(ids);
+  auto prefilled = gpu_logits(a);
+  llm::Lfm2Model b(test::test_device(), test::test_kernels(), pack, {.prefill_chunk = 7, .quiet = true});
+  b.prefill(std::span<const uint32_t>(ids).first(1));
+  std::vector<float> one_by_one;
+  for (size_t i = 1; i < ids.size(); i++) one_by_one = decode(b, ids[i]);
+  EXPECT_LT(test::rel_l2(prefilled, one_by_one), 1e-4);
+  fs::remove_all(dir);
+}
+
+// A prefill chunk records O(layers) dispatches whatever its length and MLP choice.
+TEST(Lfm2Engine, PrefillDispatchesDoNotGrowWithTokens) {
+  fs::path dir = fs::temp_directory_path() / "ember_candidates" / std::to_string(getpid()) / "prefill_dispatches";
+  auto pack = formats::LlmPack::open(test::with_candidate(test::lfm2_test_pack("tiny"), dir, {{"mlpPair", true}}));
+  const size_t layers = pack.shape().layers();
+  llm::Lfm2Model model(test::test_device(), test::test_kernels(), pack, {.prefill_chunk = 64, .quiet = true});
+  model.prefill(prompt_ids(model.vocab(), 3, 1));
+  const size_t short_prompt = model.prefill_dispatches();
+  model.reset();
+  model.prefill(prompt_ids(model.vocab(), 40, 2));
+  EXPECT_EQ(model.prefill_chunks(), 1u);
+  EXPECT_EQ(model.prefill_dispatches(), short_prompt);
+  EXPECT_LE(model.prefill_dispatches(), 12 * layers + 4);
+  fs::remove_all(dir);
+}
+
 // Every variant and geometry the candidate format allows, the fused MLP and the unfused path.
 struct CandidateCase {
   const char* name;
@@ -120,7 +154,13 @@ INSTANTIATE_TEST_SUITE_P(
                       CandidateCase{"mlp_pair", {{"mlpPair", true}, {"mlpSlices", 5}, {"mlpWorkgroup", 128}}},
                       CandidateCase{"flash_blocks", {{"flash", true}, {"flashBlocks", 4}}},
                       CandidateCase{"kv_padding", {{"padding", 3}}},
-                      CandidateCase{"unfused", {{"unfused", true}, {"mlpPair", true}}}),
+                      CandidateCase{"unfused", {{"unfused", true}, {"mlpPair", true}}},
+                      CandidateCase{"prefill_geometries",
+                                    {{"mlpPair", true},
+                                     {"prefillMatmul", {{"mlp_down", {{"wgTokens", 4}, {"wgRows", 8}, {"kStep", 32}}},
+                                                        {"mlp_gate_up", {{"wgTokens", 8}, {"wgRows", 2}, {"kStep", 8}}},
+                                                        {"attn_qkv", {{"wgTokens", 2}, {"wgRows", 16}, {"kStep", 16}}},
+                                                        {"conv_in_proj", {{"wgTokens", 8}, {"wgRows", 8}, {"kStep", 16}, {"micro", 4}}}}}}}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Lfm2Engine, PromptLongerThanTheCacheIsAClearError) {

@@ -1,5 +1,6 @@
 // matmul_q4.wgsl against the CPU reference: tiles that do not divide rows or tokens, both output
-// modes, a few tile shapes, and one seed-like prefill shape.
+// modes, both weight layouts (row-major and the k-major down.kquant), several geometries, and
+// seed-like prefill shapes.
 #include <gtest/gtest.h>
 
 #include "common/error.h"
@@ -11,12 +12,19 @@ using namespace ember;
 
 namespace {
 
-double run_matmul(uint32_t rows, uint32_t cols, uint32_t tokens, kernels::OutputMode mode, uint32_t tile_rows,
-                  uint32_t tile_tokens, uint32_t seed) {
+using kernels::MatmulGeometry;
+
+double run_matmul(uint32_t rows, uint32_t cols, uint32_t tokens, kernels::OutputMode mode, MatmulGeometry g, uint32_t seed,
+                  bool kmajor = false) {
   auto& dev = test::test_device();
-  auto host = reference::quantize_q4_symmetric(test::random_floats(size_t(rows) * cols, seed), rows, cols);
+  auto w32 = test::random_floats(size_t(rows) * cols, seed);
+  // k-major: the stored matrix is W transposed, quantized along the outputs; the reference uses
+  // the dequantized stored values transposed back to [rows][cols].
+  auto host = kmajor ? reference::quantize_q4_kmajor(w32, rows, cols) : reference::quantize_q4_symmetric(w32, rows, cols);
+  auto wd = reference::dequantize_q4(host);
+  if (kmajor) wd = reference::transpose(wd, cols, rows);
   auto x = test::random_floats(size_t(tokens) * cols, seed + 1000);
-  auto ref = reference::matmul(reference::dequantize_q4(host), rows, cols, x, tokens);
+  auto ref = reference::matmul(wd, rows, cols, x, tokens);
   std::vector<float> y0(size_t(tokens) * rows, test::kPoison);
   if (mode == kernels::OutputMode::accumulate) {
     y0 = test::random_floats(y0.size(), seed + 2000);
@@ -25,8 +33,7 @@ double run_matmul(uint32_t rows, uint32_t cols, uint32_t tokens, kernels::Output
   auto w = test::upload_q4(host);
   gpu::Buffer xb = test::upload_floats(x, "x");
   gpu::Buffer yb = test::upload_floats(y0, "y");
-  kernels::MatmulQ4 mm(test::test_kernels(),
-                       {.rows = rows, .cols = cols, .mode = mode, .tile_rows = tile_rows, .tile_tokens = tile_tokens});
+  kernels::MatmulQ4 mm(test::test_kernels(), {.rows = rows, .cols = cols, .mode = mode, .kmajor = kmajor, .geometry = g});
   auto bound = mm.bind(w.matrix, {&xb}, {&yb}, tokens);
   gpu::Recorder rec(dev);
   mm.record(rec, bound);
@@ -34,29 +41,48 @@ double run_matmul(uint32_t rows, uint32_t cols, uint32_t tokens, kernels::Output
   return test::rel_l2(dev.download_as<float>(yb), ref);
 }
 
+const std::vector<MatmulGeometry> kGeometries{{16, 16, 16}, {4, 8, 32}, {8, 2, 8}, {4, 6, 16, 4}};
+
 }  // namespace
 
 // (A lone 1x32 output is left out: one cancelling dot product makes rel_l2 meaningless.)
 TEST(MatmulQ4, MatchesReferenceOnAwkwardShapes) {
   uint32_t seed = 100;
   for (auto mode : {kernels::OutputMode::overwrite, kernels::OutputMode::accumulate})
-    for (auto [tr, tt] : std::vector<std::pair<uint32_t, uint32_t>>{{64, 64}, {32, 16}, {16, 8}})
+    for (const auto& g : kGeometries)
       for (auto [rows, cols, tokens] : std::vector<std::tuple<uint32_t, uint32_t, uint32_t>>{
-               {1, 64, 3}, {7, 32, 1}, {7, 64, 5}, {33, 96, 17}, {100, 320, 70}})
-        EXPECT_LT(run_matmul(rows, cols, tokens, mode, tr, tt, seed++), test::kF32Tolerance)
-            << rows << "x" << cols << " T=" << tokens << " tile " << tr << "x" << tt
+               {1, 64, 3}, {7, 32, 1}, {7, 64, 5}, {33, 96, 17}, {100, 320, 70}, {130, 64, 131}})
+        EXPECT_LT(run_matmul(rows, cols, tokens, mode, g, seed++), test::kF32Tolerance)
+            << rows << "x" << cols << " T=" << tokens << " geometry " << kernels::matmul_geometry_name(g)
             << (mode == kernels::OutputMode::accumulate ? " accumulate" : "");
 }
 
-TEST(MatmulQ4, SeedLikePrefillShape) {
-  EXPECT_LT(run_matmul(1024, 1024, 37, kernels::OutputMode::accumulate, 64, 64, 7), test::kF32Tolerance);
+// k-major weights: rows a multiple of 32; cols (the K dimension) need not be.
+TEST(MatmulQ4, KMajorMatchesReferenceOnAwkwardShapes) {
+  uint32_t seed = 500;
+  for (auto mode : {kernels::OutputMode::overwrite, kernels::OutputMode::accumulate})
+    for (const auto& g : kGeometries)
+      for (auto [rows, cols, tokens] : std::vector<std::tuple<uint32_t, uint32_t, uint32_t>>{
+               {32, 40, 3}, {64, 7, 1}, {96, 100, 17}, {160, 64, 70}, {32, 33, 131}})
+        EXPECT_LT(run_matmul(rows, cols, tokens, mode, g, seed++, /*kmajor=*/true), test::kF32Tolerance)
+            << rows << "x" << cols << " T=" << tokens << " geometry " << kernels::matmul_geometry_name(g)
+            << (mode == kernels::OutputMode::accumulate ? " accumulate" : "");
 }
 
-TEST(MatmulQ4, RejectsBadTilesAndShapes) {
+TEST(MatmulQ4, SeedLikePrefillShapes) {
+  EXPECT_LT(run_matmul(1024, 1024, 37, kernels::OutputMode::accumulate, {}, 7), test::kF32Tolerance);
+  EXPECT_LT(run_matmul(1024, 2560, 37, kernels::OutputMode::accumulate, {}, 8, /*kmajor=*/true), test::kF32Tolerance);
+}
+
+TEST(MatmulQ4, RejectsBadGeometriesAndShapes) {
   auto& k = test::test_kernels();
-  EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 8, .cols = 64, .tile_rows = 6}), Error);
-  EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 8, .cols = 64, .tile_rows = 256, .tile_tokens = 256}), Error);
+  EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 8, .cols = 64, .geometry = {.k_step = 12}}), Error);
+  EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 8, .cols = 64, .geometry = {.wg_tokens = 0}}), Error);
+  EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 8, .cols = 64, .geometry = {.wg_tokens = 64, .wg_rows = 64}}), Error);
   EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 8, .cols = 40}), Error);
+  EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 40, .cols = 64, .kmajor = true}), Error);
+  EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 8, .cols = 64, .geometry = {.micro = 2}}), Error);
+  EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 64, .cols = 64, .kmajor = true, .geometry = {.wg_rows = 3, .micro = 4}}), Error);
   kernels::MatmulQ4 mm(k, {.rows = 8, .cols = 64});
   auto w = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(8 * 64, 1), 8, 64));
   gpu::Buffer x = test::upload_floats(std::vector<float>(64 * 2), "x");
@@ -64,4 +90,6 @@ TEST(MatmulQ4, RejectsBadTilesAndShapes) {
   EXPECT_NO_THROW(mm.bind(w.matrix, {&x}, {&y}, 2));
   EXPECT_THROW(mm.bind(w.matrix, {&x}, {&y}, 3), Error);  // x too small for 3 tokens
   EXPECT_THROW(mm.bind(w.matrix, {&x}, {&y}, 0), Error);
+  kernels::MatmulQ4 km(k, {.rows = 32, .cols = 64, .kmajor = true});
+  EXPECT_THROW(km.bind(w.matrix, {&x}, {&x}, 2), Error);  // the stored shape must be [cols][rows] = 64x32
 }

@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 
 #include "common/atomic_file.h"
 #include "gpu_fixture.h"
 #include "lfm2_test_pack.h"
+#include "q4_gpu.h"
 #include "llm/generator.h"
 #include "llm/kernel_choice.h"
 #include "llm/lfm2_model.h"
@@ -129,6 +132,19 @@ TEST(BenchLlm, JsonHasTheDocumentedFields) {
   EXPECT_GT(j["prefill_tok_s"].get<double>(), 0);
   EXPECT_EQ(j["dispatches_per_token"].get<size_t>(), model.decode_dispatches());
   EXPECT_EQ(j["weight_bytes_per_token"].get<uint64_t>(), model.decode_weight_bytes());
+  // Prefill: one chunk, its dispatches all in the profile, every counted FLOP on a profiled kernel.
+  EXPECT_EQ(j["prefill_chunks"].get<size_t>(), 1u);
+  EXPECT_GT(j["prefill_tflops"].get<double>(), 0);
+  if (test::test_device().has_timestamps()) {
+    size_t prefill_dispatches = 0;
+    double prefill_tflop = 0;
+    for (const auto& k : j["prefill_profile"]) {
+      prefill_dispatches += k["dispatches"].get<size_t>();
+      prefill_tflop += k["tflop"].get<double>();
+    }
+    EXPECT_EQ(prefill_dispatches, j["prefill_dispatches"].get<size_t>());
+    EXPECT_NEAR(prefill_tflop, j["prefill_tflop"].get<double>(), 1e-6 * j["prefill_tflop"].get<double>());
+  }
   ASSERT_EQ(j["contexts"].size(), 2u);
   const auto& c = j["contexts"][0];
   for (const char* k : {"context", "decode_tok_s", "step_gpu_us", "gpu_tok_s", "step_wall_us", "bytes_per_token", "achieved_gbps", "floor_us",
@@ -150,4 +166,43 @@ TEST(BenchLlm, JsonHasTheDocumentedFields) {
   EXPECT_GE(profiled_bytes, model.decode_weight_bytes() - uint64_t(model.shape().hidden) * 4 * (2 * model.shape().layers() + 1));
   EXPECT_EQ(dispatches, double(model.decode_dispatches()));
   EXPECT_TRUE(j["contexts"][1].contains("skipped"));
+}
+
+// The prefill matmul search on a small shape: every geometry it keeps reproduces the default
+// geometry's output; the k-major variant is searched on k-major weights.
+TEST(Tune, PrefillMatmulSearchKeepsOnlyMatchingGeometries) {
+  auto& dev = test::test_device();
+  tune::KernelTimer timer(dev, test::test_kernels(), 0, 1);
+  for (bool kmajor : {false, true}) {
+    tune::MatrixShape s{.key = kmajor ? "mlp_down" : "mlp_gate_up", .prefix = "", .rows = 64, .cols = 96,
+                        .mode = kmajor ? kernels::OutputMode::accumulate : kernels::OutputMode::overwrite, .count = 1};
+    std::vector<float> w32(size_t(s.rows) * s.cols);
+    for (size_t i = 0; i < w32.size(); i++) w32[i] = std::sin(0.37f * float(i));
+    auto host = kmajor ? reference::quantize_q4_kmajor(w32, s.rows, s.cols) : reference::quantize_q4_symmetric(w32, s.rows, s.cols);
+    auto w = test::upload_q4(host);
+    std::vector<kernels::MatmulGeometry> space{{4, 8, 8}, {8, 4, 32}, {16, 16, 16}};
+    auto r = tune::search_matmul(test::test_kernels(), timer, s, w.matrix, kmajor, 37, space, tune::Clock::now() + std::chrono::seconds(600));
+    EXPECT_EQ(r.tried, 3) << kmajor;  // the default (16x16k16) once, then the two others
+    EXPECT_EQ(r.rejected, 0) << kmajor;
+    EXPECT_EQ(r.invalid, 0) << kmajor;
+    EXPECT_GT(r.reference_us, 0);
+    EXPECT_LE(r.best_us, r.reference_us);
+    EXPECT_TRUE(std::find(space.begin(), space.end(), r.best) != space.end());
+  }
+  auto all = tune::matmul_space(dev, {});
+  EXPECT_FALSE(all.empty());
+  for (const auto& g : all) EXPECT_TRUE(kernels::matmul_geometry_fits(g, dev.limits())) << kernels::matmul_geometry_name(g);
+}
+
+TEST(Tune, PrefillGeometryTheAdapterCannotRunFallsBackWithAWarning) {
+  fs::path dir = test::with_candidate(test::lfm2_test_pack("tiny"), scratch("prefill_geometry"),
+                                      {{"prefillMatmul", {{"mlp_down", {{"wgTokens", 64}, {"wgRows", 64}, {"kStep", 16}}},
+                                                          {"attn_qkv", {{"wgTokens", 4}, {"wgRows", 8}, {"kStep", 32}}}}}});
+  auto pack = formats::LlmPack::open(dir);
+  auto k = llm::choose_kernels(pack, test::test_device());
+  ASSERT_FALSE(k.warnings.empty());
+  EXPECT_NE(k.warnings.back().find("prefillMatmul"), std::string::npos) << k.warnings.back();
+  EXPECT_EQ(k.matmul_for("mlp_down"), kernels::MatmulGeometry{});
+  EXPECT_EQ(k.matmul_for("attn_qkv"), (kernels::MatmulGeometry{4, 8, 32}));
+  fs::remove_all(dir);
 }

@@ -7,47 +7,69 @@ namespace {
 
 // Mirrors `Params` in matmul_q4.wgsl.
 struct MatmulParams {
-  uint32_t rows, cols, blocks, tokens;
+  uint32_t rows, cols, tokens, pad;
 };
 static_assert(sizeof(MatmulParams) == 16);
 
 }  // namespace
 
+std::string matmul_geometry_name(const MatmulGeometry& g) {
+  return std::to_string(g.wg_tokens) + "x" + std::to_string(g.wg_rows) + "k" + std::to_string(g.k_step) + (g.micro == 4 ? "m4" : "");
+}
+
+namespace {
+uint64_t shared_bytes(const MatmulGeometry& g) { return 4ull * g.k_step * (g.tile_tokens() + 1 + g.tile_rows() + 1); }
+}  // namespace
+
+bool matmul_geometry_fits(const MatmulGeometry& g, const WGPULimits& lim) {
+  const uint64_t threads = uint64_t(g.wg_tokens) * g.wg_rows;
+  return threads >= 1 && (g.k_step == 8 || g.k_step == 16 || g.k_step == 32) && (g.micro == 8 || g.micro == 4) && threads <= lim.maxComputeInvocationsPerWorkgroup &&
+         threads <= lim.maxComputeWorkgroupSizeX && shared_bytes(g) <= lim.maxComputeWorkgroupStorageSize;
+}
+
 MatmulQ4::MatmulQ4(gpu::KernelCache& kernels, const MatmulConfig& config) : kernels_(kernels), config_(config) {
-  const std::string where = "matmul_q4 " + std::to_string(config.rows) + "x" + std::to_string(config.cols);
-  if (config.rows == 0 || config.cols == 0 || config.cols % 32 != 0)
+  const std::string where = std::string(config.kmajor ? "matmul_q4 (k-major) " : "matmul_q4 ") + std::to_string(config.rows) + "x" +
+                            std::to_string(config.cols);
+  const bool blocks_ok = config.kmajor ? config.rows % 32 == 0 : config.cols % 32 == 0;
+  if (config.rows == 0 || config.cols == 0 || !blocks_ok)
     throw Error("shape " + std::to_string(config.rows) + "x" + std::to_string(config.cols) + " is not supported", where,
-                "rows >= 1 and cols a positive multiple of 32");
-  if (config.tile_rows == 0 || config.tile_tokens == 0 || config.tile_rows % 4 || config.tile_tokens % 4)
-    throw Error("tile " + std::to_string(config.tile_rows) + "x" + std::to_string(config.tile_tokens) + " is not a multiple of 4",
-                where, "use tile sizes that are positive multiples of 4");
-  const WGPULimits& lim = kernels.device().limits();
-  uint32_t lanes = (config.tile_rows / 4) * (config.tile_tokens / 4);
-  uint64_t shared = 32ull * (config.tile_rows + config.tile_tokens) * 4;
-  if (lanes > lim.maxComputeInvocationsPerWorkgroup || lanes > lim.maxComputeWorkgroupSizeX ||
-      shared > lim.maxComputeWorkgroupStorageSize)
-    throw Error("tile " + std::to_string(config.tile_rows) + "x" + std::to_string(config.tile_tokens) + " needs " +
-                    std::to_string(lanes) + " lanes and " + std::to_string(shared) + " bytes of workgroup memory, above this device's limits",
-                where, "use smaller tiles");
-  gpu::KernelKey key{.file = "matmul_q4.wgsl", .constants = {{"TR", config.tile_rows}, {"TT", config.tile_tokens}}};
+                config.kmajor ? "k-major matrices need rows (outputs) a positive multiple of 32"
+                              : "rows >= 1 and cols a positive multiple of 32");
+  const MatmulGeometry& g = config.geometry;
+  const std::string name = matmul_geometry_name(g);
+  if (g.wg_tokens == 0 || g.wg_rows == 0 || (g.k_step != 8 && g.k_step != 16 && g.k_step != 32) || (g.micro != 8 && g.micro != 4))
+    throw Error("geometry " + name + " is not supported", where, "use positive thread counts, a K step of 8, 16 or 32 and micro 4 or 8");
+  if (!matmul_geometry_fits(g, kernels.device().limits()))
+    throw Error("geometry " + name + " needs " + std::to_string(uint64_t(g.wg_tokens) * g.wg_rows) + " threads and " +
+                    std::to_string(shared_bytes(g)) +
+                    " bytes of workgroup memory, above this device's limits",
+                where, "use fewer threads or a smaller K step");
+  if (config.kmajor && g.tile_rows() % 8 != 0)
+    throw Error("geometry " + name + " has " + std::to_string(g.tile_rows()) + " rows per tile", where,
+                "k-major weights need a multiple of 8 rows per tile (one word): use an even wg_rows");
+  gpu::KernelKey key{.file = "matmul_q4.wgsl", .constants = {{"WG_T", g.wg_tokens}, {"WG_R", g.wg_rows}, {"KS", g.k_step}}};
   if (config.mode == OutputMode::accumulate) key.defines.insert("ACCUMULATE");
+  if (config.kmajor) key.defines.insert("KMAJOR");
+  if (g.micro == 4) key.defines.insert("MICRO4");
   kernel_ = &kernels.get(key);
 }
 
 Bound MatmulQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, uint32_t tokens) const {
   const std::string where = kernel_->label();
   if (tokens == 0) throw Error("token count is 0", where, "bind at least one token");
-  check_q4_matrix(w, config_.rows, config_.cols, false, where);
+  if (config_.kmajor) check_q4_matrix(w, config_.cols, config_.rows, false, where);
+  else check_q4_matrix(w, config_.rows, config_.cols, false, where);
   require_binding(x, uint64_t(tokens) * config_.cols * 4, "x", where);
   require_binding(y, uint64_t(tokens) * config_.rows * 4, "y", where);
   const uint32_t max_dim = kernels_.device().limits().maxComputeWorkgroupsPerDimension;
-  uint64_t gx = (uint64_t(config_.rows) + config_.tile_rows - 1) / config_.tile_rows;
-  uint64_t gy = (uint64_t(tokens) + config_.tile_tokens - 1) / config_.tile_tokens;
+  const MatmulGeometry& g = config_.geometry;
+  uint64_t gx = (uint64_t(config_.rows) + g.tile_rows() - 1) / g.tile_rows();
+  uint64_t gy = (uint64_t(tokens) + g.tile_tokens() - 1) / g.tile_tokens();
   if (gx > max_dim || gy > max_dim)
     throw Error("grid " + std::to_string(gx) + "x" + std::to_string(gy) + " exceeds maxComputeWorkgroupsPerDimension", where,
                 "use larger tiles or fewer tokens per call");
   Bound b;
-  b.params = kernels_.device().create_uniform(MatmulParams{config_.rows, config_.cols, config_.cols / 32, tokens}, "matmul_q4 params");
+  b.params = kernels_.device().create_uniform(MatmulParams{config_.rows, config_.cols, tokens, 0}, "matmul_q4 params");
   b.group = kernels_.bind(*kernel_, {w.quant, w.scales, x, y, {&b.params}});
   b.groups_x = static_cast<uint32_t>(gx);
   b.groups_y = static_cast<uint32_t>(gy);

@@ -1,18 +1,36 @@
 // Y = W X (or Y += W X) for T tokens and a symmetric 4-bit matrix: the prefill matmul
-// (matmul_q4.wgsl), tiled in workgroup memory.
+// (matmul_q4.wgsl), register-tiled through workgroup memory, f32 arithmetic.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "kernels/q4_matrix.h"
 
 namespace ember::kernels {
 
+// Workgroup geometry: a tile of micro wg_tokens tokens x micro wg_rows rows (micro x micro
+// outputs per thread: 8, or 4 for more workgroups on small outputs); K advances k_step columns
+// per workgroup-memory round (8, 16 or 32).
+struct MatmulGeometry {
+  uint32_t wg_tokens = 16, wg_rows = 16, k_step = 16;
+  uint32_t micro = 8;
+  uint32_t tile_tokens() const { return micro * wg_tokens; }
+  uint32_t tile_rows() const { return micro * wg_rows; }
+  bool operator==(const MatmulGeometry&) const = default;
+};
+std::string matmul_geometry_name(const MatmulGeometry& g);  // "16x16k16" (tokens x rows, K step; "m4" for micro 4)
+// Whether the kernel accepts `g` on a device with `limits` (K step, threads, workgroup memory).
+bool matmul_geometry_fits(const MatmulGeometry& g, const WGPULimits& limits);
+
 struct MatmulConfig {
-  uint32_t rows = 0, cols = 0;  // cols a multiple of 32
+  uint32_t rows = 0, cols = 0;  // outputs, inputs
   OutputMode mode = OutputMode::overwrite;
-  uint32_t tile_rows = 64;      // a multiple of 4
-  uint32_t tile_tokens = 64;    // a multiple of 4; (tile_rows / 4) * (tile_tokens / 4) lanes
+  // false: W stored [rows][cols], 32-blocks along cols (cols a multiple of 32).
+  // true: W stored transposed, [cols][rows] with 32-blocks along rows (rows a multiple of 32):
+  // the MLP's down.kquant, which is the down weight of a run with the fused decode MLP.
+  bool kmajor = false;
+  MatmulGeometry geometry{};
 };
 
 class MatmulQ4 {
@@ -21,6 +39,7 @@ class MatmulQ4 {
 
   // Binds W, X [tokens][cols] f32 and Y [tokens][rows] f32 for `tokens` tokens (>= 1). The
   // bound group carries its own token count; bind once per distinct count (e.g. prefill chunk).
+  // W is the stored matrix: [rows][cols], or [cols][rows] when kmajor.
   Bound bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, uint32_t tokens) const;
   void record(gpu::Recorder& rec, const Bound& bound) const;
 

@@ -1,17 +1,21 @@
 // Y[t][r] = sum_c W[r][c] X[t][c] for T tokens (prefill): W a symmetric 4-bit matrix [rows][cols]
-// (q4_block.wgsl), X [T][cols] and Y [T][rows] f32.
+// (q4_block.wgsl), X [T][cols] and Y [T][rows] f32, f32 arithmetic.
 //
-// A workgroup owns a tile of TR rows x TT tokens and walks the columns one 32-block at a time:
-// it dequantizes the TR x 32 weight tile into workgroup memory once and reuses it for all TT
-// tokens (and the TT x 32 activation tile for all TR rows); each lane computes a 4 x 4 block of
-// outputs. Edges (rows or tokens not a multiple of the tile) read zeros and write nothing.
+// Register-tiled like qmatmul.wgsl: a workgroup computes BT = MT WG_T tokens x BR = MR WG_R rows,
+// each thread MT x MR outputs (8 x 8, MICRO4: 4 x 4) strided by the thread grid (workgroup-memory
+// reads conflict-free);
+// K advances KS columns at a time through workgroup memory, where W arrives dequantized (one u32
+// word = 8 weights per load task). Edges (rows, tokens or cols not a multiple of the tile) read
+// zeros and write nothing.
+// KMAJOR: W is stored transposed, [cols][rows] with 32-blocks along the rows (the MLP's
+// down.kquant), so one word holds 8 consecutive rows of one column.
 // ACCUMULATE: Y += W X (residual add) instead of Y = W X.
 
 struct Params {
   rows: u32,
   cols: u32,
-  blocks: u32,  // cols / 32
   tokens: u32,
+  _pad: u32,
 }
 
 @group(0) @binding(0) var<storage, read> wq: array<u32>;
@@ -20,74 +24,114 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
-override TR: u32 = 64u;  // rows per tile, a multiple of 4
-override TT: u32 = 64u;  // tokens per tile, a multiple of 4
-override WG: u32 = (TR / 4u) * (TT / 4u);
-const MICRO = 4u;
+override WG_T: u32 = 16u;  // threads along tokens
+override WG_R: u32 = 16u;  // threads along rows
+override KS: u32 = 16u;    // K step: 8, 16 or 32 (a whole number of words inside one block)
+#if MICRO4
+const MT: u32 = 4u;        // outputs per thread along tokens (MICRO4: smaller tiles, more workgroups)
+const MR: u32 = 4u;        // outputs per thread along rows
+#else
+const MT: u32 = 8u;        // outputs per thread along tokens
+const MR: u32 = 8u;        // outputs per thread along rows
+#endif
+override NT = WG_T * WG_R;
+override BT = WG_T * MT;
+override BR = WG_R * MR;
+override XS = BT + 1u;     // padded strides: the transposing stores do not collide
+override WSS = BR + 1u;
 
 #include "q4_block.wgsl"
 
-// Column-major inside the block (index k * TR + row) so the inner loop reads along rows.
-var<workgroup> w_tile: array<f32, 32u * TR>;
-var<workgroup> x_tile: array<f32, 32u * TT>;
+var<workgroup> xs: array<f32, KS * XS>;
+var<workgroup> wsh: array<f32, KS * WSS>;
 
-@compute @workgroup_size(WG)
+@compute @workgroup_size(NT)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-  let row_base = wg.x * TR;
-  let tok_base = wg.y * TT;
-  let lanes_r = TR / MICRO;
-  let my_r = (li % lanes_r) * MICRO;  // first of this lane's 4 rows inside the tile
-  let my_t = (li / lanes_r) * MICRO;  // first of its 4 tokens
+  let r0 = wg.x * BR;
+  let t0 = wg.y * BT;
+  let tr = li % WG_R;
+  let tt = li / WG_R;
+  var acc: array<f32, MT * MR>;
+  for (var i = 0u; i < MT * MR; i++) { acc[i] = 0.0; }
 
-  var acc: array<vec4<f32>, 4>;  // acc[i][j]: token my_t + i, row my_r + j
-  for (var b = 0u; b < p.blocks; b++) {
-    // One u32 word (8 weights) per task: TR rows x 4 words.
-    for (var task = li; task < TR * 4u; task += WG) {
-      let r = task / 4u;
-      let k = task % 4u;
-      let row = row_base + r;
+  for (var k0 = 0u; k0 < p.cols; k0 += KS) {
+    // X tile, transposed into xs[k][token].
+    for (var idx = li; idx < BT * KS; idx += NT) {
+      let kk = idx % KS;
+      let tl = idx / KS;
+      let t = t0 + tl;
+      let k = k0 + kk;
+      var v = 0.0;
+      if (t < p.tokens && k < p.cols) { v = x[t * p.cols + k]; }
+      xs[kk * XS + tl] = v;
+    }
+#if KMAJOR
+    // W tile: word (k, 8 rows) -> wsh[k][8 rows]; rows is a multiple of 32.
+    for (var idx = li; idx < KS * (BR / 8u); idx += NT) {
+      let rw = idx % (BR / 8u);
+      let kk = idx / (BR / 8u);
+      let r = r0 + rw * 8u;
+      let k = k0 + kk;
       var lo = vec4<f32>(0.0);
       var hi = vec4<f32>(0.0);
-      if (row < p.rows) {
-        let word = wq[(row * p.blocks + b) * 4u + k];
-        let s = scales[row * p.blocks + b];
+      if (r < p.rows && k < p.cols) {
+        let e = k * p.rows + r;
+        let s = scales[e / 32u];
+        let word = wq[e / 8u];
         lo = q4_low(word, 8.0) * s;
         hi = q4_high(word, 8.0) * s;
       }
-      for (var e = 0u; e < 4u; e++) {
-        w_tile[(8u * k + e) * TR + r] = lo[e];
-        w_tile[(8u * k + 4u + e) * TR + r] = hi[e];
+      for (var i = 0u; i < 4u; i++) {
+        wsh[kk * WSS + rw * 8u + i] = lo[i];
+        wsh[kk * WSS + rw * 8u + 4u + i] = hi[i];
       }
     }
-    for (var task = li; task < TT * 32u; task += WG) {
-      let t = task / 32u;
-      let k = task % 32u;
-      let tok = tok_base + t;
-      var v = 0.0;
-      if (tok < p.tokens) { v = x[tok * p.cols + b * 32u + k]; }
-      x_tile[k * TT + t] = v;
+#else
+    // W tile: word (row, 8 columns) -> wsh[8 columns][row]; cols is a multiple of 32.
+    for (var idx = li; idx < BR * (KS / 8u); idx += NT) {
+      let kw = idx % (KS / 8u);
+      let rl = idx / (KS / 8u);
+      let r = r0 + rl;
+      var lo = vec4<f32>(0.0);
+      var hi = vec4<f32>(0.0);
+      if (r < p.rows) {
+        let e = r * p.cols + k0 + kw * 8u;
+        let s = scales[e / 32u];
+        let word = wq[e / 8u];
+        lo = q4_low(word, 8.0) * s;
+        hi = q4_high(word, 8.0) * s;
+      }
+      for (var i = 0u; i < 4u; i++) {
+        wsh[(kw * 8u + i) * WSS + rl] = lo[i];
+        wsh[(kw * 8u + 4u + i) * WSS + rl] = hi[i];
+      }
     }
+#endif
     workgroupBarrier();
-    for (var k = 0u; k < 32u; k++) {
-      let wv = vec4<f32>(w_tile[k * TR + my_r], w_tile[k * TR + my_r + 1u], w_tile[k * TR + my_r + 2u],
-                         w_tile[k * TR + my_r + 3u]);
-      for (var i = 0u; i < MICRO; i++) { acc[i] += x_tile[k * TT + my_t + i] * wv; }
+    for (var kk = 0u; kk < KS; kk++) {
+      var a: array<f32, MT>;
+      var b: array<f32, MR>;
+      for (var i = 0u; i < MT; i++) { a[i] = xs[kk * XS + tt + i * WG_T]; }
+      for (var j = 0u; j < MR; j++) { b[j] = wsh[kk * WSS + tr + j * WG_R]; }
+      for (var i = 0u; i < MT; i++) {
+        for (var j = 0u; j < MR; j++) { acc[i * MR + j] = fma(a[i], b[j], acc[i * MR + j]); }
+      }
     }
     workgroupBarrier();
   }
 
-  for (var i = 0u; i < MICRO; i++) {
-    let tok = tok_base + my_t + i;
-    if (tok >= p.tokens) { break; }
-    for (var j = 0u; j < MICRO; j++) {
-      let row = row_base + my_r + j;
-      if (row < p.rows) {
+  for (var j = 0u; j < MR; j++) {
+    let r = r0 + tr + j * WG_R;
+    if (r >= p.rows) { continue; }
+    for (var i = 0u; i < MT; i++) {
+      let t = t0 + tt + i * WG_T;
+      if (t >= p.tokens) { continue; }
+      let o = t * p.rows + r;
 #if ACCUMULATE
-        y[tok * p.rows + row] += acc[i][j];
+      y[o] = y[o] + acc[i * MR + j];
 #else
-        y[tok * p.rows + row] = acc[i][j];
+      y[o] = acc[i * MR + j];
 #endif
-      }
     }
   }
 }

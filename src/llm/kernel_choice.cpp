@@ -46,6 +46,11 @@ uint32_t KernelChoices::blocks_for(uint32_t length) const {
 
 const KernelChoices::Matvec& KernelChoices::matvec_for(const std::string& shape_key) const { return matvec.at(shape_key); }
 
+kernels::MatmulGeometry KernelChoices::matmul_for(const std::string& shape_key) const {
+  auto it = matmul.find(shape_key);
+  return it != matmul.end() ? it->second : kernels::MatmulGeometry{};
+}
+
 KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& device) {
   KernelChoices k;
   const auto& rt = pack.runtime();
@@ -77,6 +82,17 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
   k.mlp_pair = c.mlp_pair && !c.unfused;
   if (c.mlp_slices > 0) k.mlp_slices = static_cast<uint32_t>(c.mlp_slices);
   if (c.mlp_workgroup > 0) k.mlp_workgroup = std::min<uint32_t>(static_cast<uint32_t>(c.mlp_workgroup), device.limits().maxComputeInvocationsPerWorkgroup);
+
+  // Prefill matmul geometry per shape (candidate.prefillMatmul, written by `ember tune`).
+  if (auto it = c.extra.find("prefillMatmul"); it != c.extra.end() && it->is_object()) {
+    for (const auto& [shape, g] : it->items()) {
+      kernels::MatmulGeometry mg;
+      if (g.is_object()) mg = {g.value("wgTokens", 0u), g.value("wgRows", 0u), g.value("kStep", 0u), g.value("micro", 8u)};
+      if (!g.is_object() || !kernels::matmul_geometry_fits(mg, device.limits()))
+        k.warnings.push_back("the candidate's prefillMatmul geometry for " + shape + " cannot run on this adapter; using the default");
+      else k.matmul[shape] = mg;
+    }
+  }
 
   kernels::Q4Variant default_variant = kernels::Q4Variant::carried;
   try {

@@ -10,6 +10,7 @@
 
 #include "formats/llm_pack.h"
 #include "gpu/device.h"
+#include "kernels/matmul_q4.h"
 #include "kernels/matvec_q4.h"
 
 namespace ember::llm {
@@ -20,6 +21,9 @@ struct KernelChoices {
     kernels::MatvecGeometry geometry;
   };
   std::map<std::string, Matvec> matvec;  // by shape key: attn_qkv, conv_in_proj, ..., head
+  // Prefill matmul geometry by shape key (candidate's prefillMatmul: wgTokens, wgRows, kStep,
+  // micro); absent: the default.
+  std::map<std::string, kernels::MatmulGeometry> matmul;
   bool unfused = false;
   bool mlp_pair = false;                 // fused MLP over down.kquant (decode)
   uint32_t mlp_slices = 40, mlp_workgroup = 256;
@@ -35,6 +39,7 @@ struct KernelChoices {
   // Flash-decoding block count for a cache of `length` positions.
   uint32_t blocks_for(uint32_t length) const;
   const Matvec& matvec_for(const std::string& shape_key) const;
+  kernels::MatmulGeometry matmul_for(const std::string& shape_key) const;
 };
 
 KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& device);

@@ -54,9 +54,8 @@ struct Lfm2Model::Layer {
 struct Lfm2Model::Chunk {
   uint32_t T;
   kernels::Bound embed;
-  std::vector<kernels::Bound> mix_in, mix_out, gate_up, down;
-  // mlp_pair: the fused MLP per token of the chunk (kquant is the down weight of the run).
-  std::vector<std::vector<kernels::MlpBound>> mlp;
+  std::vector<kernels::Bound> mix_in, mix_out, gate_up, down;  // down: k-major under mlp_pair
+  gpu::BindGroup silu_mul;                                     // gate_up -> act, every layer
 };
 
 namespace {
@@ -140,7 +139,11 @@ void Lfm2Model::build() {
     const auto& mv = choices_.matvec_for(m.key);
     o.matvec.emplace(m.key, kernels::MatvecQ4(kernels, kernels::MatvecConfig{.rows = m.rows, .cols = m.cols, .asymmetric = m.asymmetric,
                                                                               .variant = mv.variant, .geometry = mv.geometry, .mode = m.mode}));
-    if (!m.asymmetric) o.matmul.emplace(m.key, kernels::MatmulQ4(kernels, kernels::MatmulConfig{.rows = m.rows, .cols = m.cols, .mode = m.mode}));
+    // Prefill: the down matmul reads the down copy of this run (k-major kquant under mlp_pair).
+    const bool kmajor = choices_.mlp_pair && std::string(m.key) == "mlp_down";
+    if (!m.asymmetric)
+      o.matmul.emplace(m.key, kernels::MatmulQ4(kernels, kernels::MatmulConfig{.rows = m.rows, .cols = m.cols, .mode = m.mode, .kmajor = kmajor,
+                                                                               .geometry = choices_.matmul_for(m.key)}));
   }
 
   // ---- buffers ----
@@ -250,16 +253,10 @@ const Lfm2Model::Chunk& Lfm2Model::chunk_for(uint32_t T) {
     const bool attn = l.type == LayerType::Attention;
     c->mix_in.push_back(o.matmul.at(l.mix_in_key).bind(l.mix_in, {&h_}, attn ? gpu::Binding{&qkv_} : gpu::Binding{&bcx_}, T));
     c->mix_out.push_back(o.matmul.at(l.mix_out_key).bind(l.mix_out, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, {&x_}, T));
-    if (choices_.mlp_pair) {
-      std::vector<kernels::MlpBound> per_token;
-      for (uint32_t t = 0; t < T; t++)
-        per_token.push_back(o.mlp->bind(l.gate_up, l.down, {&h_, uint64_t(t) * H * 4, uint64_t(H) * 4}, {&x_, uint64_t(t) * H * 4, uint64_t(H) * 4}));
-      c->mlp.push_back(std::move(per_token));
-    } else {
-      c->gate_up.push_back(o.matmul.at("mlp_gate_up").bind(l.gate_up, {&h_}, {&gu_}, T));
-      c->down.push_back(o.matmul.at("mlp_down").bind(l.down, {&act_}, {&x_}, T));
-    }
+    c->gate_up.push_back(o.matmul.at("mlp_gate_up").bind(l.gate_up, {&h_}, {&gu_}, T));
+    c->down.push_back(o.matmul.at("mlp_down").bind(l.down, {&act_}, {&x_}, T));
   }
+  c->silu_mul = o.silu_mul->bind({&gu_}, {&act_});
   return *chunks_.emplace(T, std::move(c)).first->second;
 }
 
@@ -291,16 +288,16 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
     else o.matmul.at(l.mix_out_key).record(rec, chunk->mix_out[i]);
 
     o.norm->record(rec, l.ffn_norm, T);
-    if (choices_.mlp_pair) {
-      if (decode) o.mlp->record(rec, l.mlp);
-      else
-        for (const auto& b : chunk->mlp[i]) o.mlp->record(rec, b);
+    if (!decode) {  // prefill: matrix-matrix whatever the decode MLP is
+      o.matmul.at("mlp_gate_up").record(rec, chunk->gate_up[i]);
+      o.silu_mul->record(rec, chunk->silu_mul, T);
+      o.matmul.at("mlp_down").record(rec, chunk->down[i]);
+    } else if (choices_.mlp_pair) {
+      o.mlp->record(rec, l.mlp);
     } else {
-      if (decode) o.matvec.at("mlp_gate_up").record(rec, l.gate_up_mv);
-      else o.matmul.at("mlp_gate_up").record(rec, chunk->gate_up[i]);
+      o.matvec.at("mlp_gate_up").record(rec, l.gate_up_mv);
       o.silu_mul->record(rec, l.silu_mul, T);
-      if (decode) o.matvec.at("mlp_down").record(rec, l.down_mv);
-      else o.matmul.at("mlp_down").record(rec, chunk->down[i]);
+      o.matvec.at("mlp_down").record(rec, l.down_mv);
     }
   }
 }
@@ -322,6 +319,7 @@ void Lfm2Model::prefill(std::span<const uint32_t> ids, gpu::Profiler* profiler) 
   for (uint32_t id : ids)
     if (id >= vocab()) throw Error("token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(vocab()), "prefill");
   const uint32_t C = std::max<uint32_t>(1, options_.prefill_chunk);
+  prefill_dispatches_ = prefill_chunks_ = 0;
   for (size_t s = 0; s < ids.size(); s += C) {
     const uint32_t T = static_cast<uint32_t>(std::min<size_t>(C, ids.size() - s));
     const Chunk& chunk = chunk_for(T);
@@ -333,6 +331,8 @@ void Lfm2Model::prefill(std::span<const uint32_t> ids, gpu::Profiler* profiler) 
     ops_->embed->record(rec, chunk.embed);
     record_layers(rec, T, &chunk);
     if (s + T == ids.size()) record_head(rec, T);
+    prefill_dispatches_ += rec.dispatches();
+    prefill_chunks_++;
     rec.submit();
     position_ += T;
   }

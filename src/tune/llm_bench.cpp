@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
+#include "kernels/matmul_q4.h"
 #include "kernels/matvec_q4.h"
 #include "tune/kernel_timer.h"
 #include "tune/matvec_search.h"
@@ -55,6 +56,38 @@ std::map<std::string, uint64_t> bytes_by_label(const llm::Lfm2Model& model, uint
   return out;
 }
 
+// Label prefix `label` names kernel `name`: exactly, or a family name ("mlp_q4") before its
+// [defines]{constants}.
+bool label_matches(const std::string& name, const std::string& label) {
+  return label == name ||
+         (name.rfind(label, 0) == 0 && name.size() > label.size() && (name[label.size()] == '[' || name[label.size()] == '{'));
+}
+
+// FLOPs of a prefill of T tokens from position 0, by kernel label: the matmuls (labels from the
+// same kernel cache and choices the model used), causal attention (QK^T and PV over the keys
+// each query sees), the head matvec for the last token.
+std::map<std::string, double> prefill_flops_by_label(const llm::Lfm2Model& model, uint32_t T) {
+  std::map<std::string, double> out;
+  const auto& s = model.shape();
+  const auto& ch = model.choices();
+  for (const auto& m : matrix_shapes(s)) {
+    if (m.key == "head") {
+      const auto& mv = ch.matvec_for(m.key);
+      kernels::MatvecQ4 k(model.kernels(), {.rows = m.rows, .cols = m.cols, .asymmetric = m.asymmetric, .variant = mv.variant,
+                                            .geometry = mv.geometry, .mode = m.mode});
+      out[k.kernel().label()] += 2.0 * m.rows * m.cols;
+      continue;
+    }
+    kernels::MatmulQ4 k(model.kernels(), {.rows = m.rows, .cols = m.cols, .mode = m.mode, .kmajor = ch.mlp_pair && m.key == "mlp_down",
+                                          .geometry = ch.matmul_for(m.key)});
+    out[k.kernel().label()] += 2.0 * m.rows * m.cols * T * m.count;
+  }
+  int attn = 0;
+  for (auto t : s.layer_types) attn += t == formats::LayerType::Attention;
+  out["attention_prefill"] += attn * 2.0 * 2.0 * double(s.heads) * s.head_dim * (double(T) * (T + 1) / 2);
+  return out;
+}
+
 uint64_t kv_bytes(const llm::Lfm2Model& model, uint32_t context) {
   const auto& s = model.shape();
   int attn = 0;
@@ -97,6 +130,11 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
   res.ttft_ms = median(ttft);
   res.prefill_ms = median(prefill);
   res.prefill_tok_s = res.prefill_ms > 0 ? res.prompt / (res.prefill_ms / 1e3) : 0;
+  res.prefill_chunks = model.prefill_chunks();
+  res.prefill_dispatches = model.prefill_dispatches();
+  const auto flops = prefill_flops_by_label(model, res.prompt);
+  for (const auto& [label, f] : flops) res.prefill_flops += f;
+  res.prefill_tflops = res.prefill_ms > 0 ? res.prefill_flops / (res.prefill_ms * 1e9) : 0;
   if (device.has_timestamps()) {
     try {
       gpu::Profiler prof(device, 2048);  // 2 queries each: WebGPU allows 4096
@@ -106,6 +144,12 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
       for (const auto& region : prof.collect()) sum += region.ms();
       res.prefill_gpu_ms = sum;
       res.prefill_gpu_note = "sum of per-dispatch GPU times (each dispatch in its own timed pass)";
+      for (const auto& e : prof.summary()) {
+        PrefillKernelCost k{e.name, size_t(e.count), 1e3 * e.total_ms, 0};
+        for (const auto& [label, f] : flops)
+          if (label_matches(e.name, label)) k.flops += f;
+        res.prefill_kernels.push_back(k);
+      }
     } catch (const Error& e) {
       res.prefill_gpu_note = std::string("not measured: ") + e.what();
       device.wait_idle();
@@ -213,9 +257,7 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
         k.dispatches = double(e.count) / n;
         k.us = 1e3 * e.total_ms / n;
         for (const auto& [label, b] : bytes)
-          if (label == e.name || (e.name.rfind(label, 0) == 0 && e.name.size() > label.size() &&
-                                  (e.name[label.size()] == '[' || e.name[label.size()] == '{')))
-            k.bytes += b;  // exact label, or a family name ("mlp_q4") before its [defines]{constants}
+          if (label_matches(e.name, label)) k.bytes += b;
         k.floor_us = std::max(bw > 0 ? k.bytes / (bw * 1e3) : 0.0, k.dispatches * ceilings.dispatch_gpu_us);
         cb.kernels.push_back(k);
       }
@@ -256,6 +298,10 @@ nlohmann::json LlmBenchResult::to_json() const {
     }
     ctx.push_back(j);
   }
+  nlohmann::json pk = nlohmann::json::array();
+  for (const auto& k : prefill_kernels)
+    pk.push_back({{"kernel", k.kernel}, {"dispatches", k.dispatches}, {"us", k.us}, {"tflop", k.flops / 1e12},
+                  {"tflops", k.us > 0 ? k.flops / (k.us * 1e6) : 0.0}});
   return {{"device", device},
           {"ceilings", ceilings.to_json()},
           {"statistic", "median"},
@@ -271,6 +317,12 @@ nlohmann::json LlmBenchResult::to_json() const {
           {"prefill_tok_s", prefill_tok_s},
           {"prefill_gpu_ms", prefill_gpu_ms >= 0 ? nlohmann::json(prefill_gpu_ms) : nlohmann::json()},
           {"prefill_gpu_note", prefill_gpu_note},
+          {"prefill_chunks", prefill_chunks},
+          {"prefill_dispatches", prefill_dispatches},
+          {"prefill_tflop", prefill_flops / 1e12},
+          {"prefill_tflops", prefill_tflops},
+          {"prefill_gpu_tflops", prefill_gpu_ms > 0 ? prefill_flops / (prefill_gpu_ms * 1e9) : 0.0},
+          {"prefill_profile", pk},
           {"dispatches_per_token", dispatches},
           {"weight_bytes_per_token", weight_bytes},
           {"contexts", ctx}};
@@ -291,6 +343,14 @@ std::string LlmBenchResult::table() const {
     out += line;
   }
   out += "\n";
+  std::snprintf(line, sizeof line, "prefill: %zu chunks, %zu dispatches, %.3f TFLOP = %.1f TFLOP/s (wall)", prefill_chunks, prefill_dispatches,
+                prefill_flops / 1e12, prefill_tflops);
+  out += line;
+  if (prefill_gpu_ms > 0) {
+    std::snprintf(line, sizeof line, ", %.1f TFLOP/s (GPU sum)", prefill_flops / (prefill_gpu_ms * 1e9));
+    out += line;
+  }
+  out += "\n";
   std::snprintf(line, sizeof line, "per token: %zu dispatches, %.2f MB of weights\n", dispatches, weight_bytes / 1e6);
   out += line;
   std::snprintf(line, sizeof line, "%8s %6s %10s %10s %10s %10s %9s %9s %10s %7s\n", "context", "steps", "tok/s", "GPU tok/s", "step us", "wall us", "GB/s",
@@ -305,6 +365,21 @@ std::string LlmBenchResult::table() const {
     std::snprintf(line, sizeof line, "%8u %6u %10.1f %10.1f %10.2f %10.2f %9.1f %9.2f %10.0f %6.2fx\n", c.context, c.gen, c.decode_tok_s,
                   c.step_gpu_us > 0 ? 1e6 / c.step_gpu_us : 0.0, c.step_gpu_us, c.step_wall_us, c.achieved_gbps, c.floor_us,
                   c.floor_us > 0 ? 1e6 / c.floor_us : 0.0, c.floor_us > 0 ? c.step_gpu_us / c.floor_us : 0.0);
+    out += line;
+  }
+  if (!prefill_kernels.empty()) {
+    std::snprintf(line, sizeof line, "\nper-kernel GPU time of one %u-token prefill (each dispatch timed alone):\n", prompt);
+    out += line;
+    std::snprintf(line, sizeof line, "%-72s %6s %9s %9s %9s\n", "kernel", "n", "us", "GFLOP", "TFLOP/s");
+    out += line;
+    double total = 0;
+    for (const auto& k : prefill_kernels) {
+      total += k.us;
+      std::snprintf(line, sizeof line, "%-72s %6zu %9.1f %9.2f %9.2f\n", k.kernel.substr(0, 72).c_str(), k.dispatches, k.us, k.flops / 1e9,
+                    k.us > 0 ? k.flops / (k.us * 1e6) : 0.0);
+      out += line;
+    }
+    std::snprintf(line, sizeof line, "%-72s %6s %9.1f\n", "total", "", total);
     out += line;
   }
   for (const auto& c : contexts) {

@@ -2,7 +2,8 @@
 // Time to first token, prefill throughput, decode throughput at several cache lengths (the
 // generator's pipeline: greedy sampling on the GPU, steps in flight), dispatches and bytes per
 // token, achieved bandwidth, and the floor max(bytes / bandwidth, dispatches x per-dispatch
-// cost) from the measured ceilings; optionally a per-kernel GPU breakdown of one decode step.
+// cost) from the measured ceilings; the prefill's chunks, dispatches, achieved TFLOP/s and
+// per-kernel GPU profile; optionally a per-kernel GPU breakdown of one decode step.
 // Medians over repeats after one warm-up. JSON fields are documented in to_json().
 #pragma once
 
@@ -34,6 +35,13 @@ struct KernelCost {  // one kernel label of the per-dispatch profile, per decode
   double floor_us = 0;      // max(bytes / bandwidth, dispatches x per-dispatch GPU cost)
 };
 
+struct PrefillKernelCost {  // one kernel label of the per-dispatch profile of one prefill
+  std::string kernel;
+  size_t dispatches = 0;
+  double us = 0;
+  double flops = 0;         // arithmetic it does, where known (matmuls, attention, head; 0: not counted)
+};
+
 struct ContextBench {
   uint32_t context = 0;
   uint32_t gen = 0;              // decode steps timed (options.gen, fewer where the cache ends first)
@@ -56,6 +64,10 @@ struct LlmBenchResult {
   double prefill_ms = 0, prefill_tok_s = 0;  // wall: prefill alone (median)
   double prefill_gpu_ms = -1;          // sum of per-dispatch GPU times of one prefill (-1: not measurable)
   std::string prefill_gpu_note;
+  size_t prefill_chunks = 0, prefill_dispatches = 0;  // submits and dispatches of one prefill (all chunks)
+  double prefill_flops = 0;            // matmuls + causal attention + the head for the last token
+  double prefill_tflops = 0;           // prefill_flops / prefill_ms (wall)
+  std::vector<PrefillKernelCost> prefill_kernels;  // per-dispatch GPU profile of one prefill
   size_t dispatches = 0;               // per decode step (Lfm2Model::decode_dispatches)
   uint64_t weight_bytes = 0;           // per decode step (Lfm2Model::decode_weight_bytes)
   std::string candidate_key, down_copy;

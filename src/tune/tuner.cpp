@@ -6,6 +6,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "llm/lfm2_model.h"
 #include "llm/lfm2_weights.h"
 
 namespace ember::tune {
@@ -19,6 +20,8 @@ std::string fixed2(double v) {
 }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+constexpr double kMinPrefillSlotS = 0.5;  // seconds per prefill matmul shape below which it is not searched
 
 Clock::time_point at(Clock::time_point t0, double seconds) {
   return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
@@ -83,9 +86,10 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
   const bool search_mlp_phase = (input.mlp_pair && !input.unfused) || options.allow_mlp_pair;
   const bool has_attention = std::any_of(shape.layer_types.begin(), shape.layer_types.end(),
                                          [](formats::LayerType t) { return t == formats::LayerType::Attention; });
-  const double matvec_end = budget * (search_mlp_phase ? 0.70 : 0.80);
-  const double flash_end = budget * (search_mlp_phase ? 0.85 : 0.95);
-  const double mlp_end = budget * 0.95;
+  const double matvec_end = budget * (search_mlp_phase ? 0.60 : 0.70);
+  const double flash_end = budget * (search_mlp_phase ? 0.75 : 0.85);
+  const double mlp_end = budget * 0.85;
+  const double prefill_end = budget * 0.97;
 
   // ---- matvec per shape ----
   std::vector<MatrixShape> shapes;
@@ -166,6 +170,38 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
       res.mlp_note = "mlpPair kept on from the input candidate; slices and workgroup tuned";
     }
   }
+  // ---- prefill matmul geometry per shape, at one full prefill chunk ----
+  {
+    const uint32_t H = uint32_t(shape.hidden), F = uint32_t(shape.ffn);
+    const uint32_t tokens = uint32_t(std::max<int64_t>(1, std::min<int64_t>(llm::ModelOptions{}.prefill_chunk, capacity)));
+    std::vector<MatrixShape> mats;
+    for (const auto& s : matrix_shapes(shape))
+      if (s.key != "head") mats.push_back(s);
+    std::vector<kernels::MatmulGeometry> first;
+    for (size_t i = 0; i < mats.size(); i++) {
+      const MatrixShape& s = mats[i];
+      const bool kmajor = res.mlp_pair && s.key == "mlp_down";  // the down copy this candidate makes the model
+      const auto w = kmajor ? weights.matrix(s.prefix, F, H, /*kmajor=*/true) : weights.matrix(s.prefix, s.rows, s.cols);
+      const double left = std::max(0.0, prefill_end - seconds_since(t0));
+      // The default geometry of a shape is always measured once started (a pipeline compile
+      // and a chunk-sized run): start a shape only with a useful slot left.
+      if (left / double(mats.size() - i) < kMinPrefillSlotS) {
+        res.budget_hit = true;
+        say("prefill: budget spent, " + std::to_string(mats.size() - i) + " shapes keep the default geometry");
+        break;
+      }
+      const auto deadline = at(Clock::now(), left / double(mats.size() - i));
+      MatmulShapeResult r = search_matmul(kernels, timer, s, w, kmajor, tokens, matmul_space(device, first), deadline);
+      res.budget_hit |= r.budget_hit;
+      if (std::find(first.begin(), first.end(), r.best) == first.end()) first.insert(first.begin(), r.best);  // winners first
+      char line[256];
+      std::snprintf(line, sizeof line, "prefill %-13s %5ux%-5u T=%u %3d configs  default %8.1f us  best %8.1f us (%s, %.1f TFLOP/s)",
+                    s.key.c_str(), s.rows, s.cols, tokens, r.tried, r.reference_us, r.best_us, kernels::matmul_geometry_name(r.best).c_str(),
+                    r.best_tflops());
+      say(line);
+      res.prefill.push_back(std::move(r));
+    }
+  }
   res.unavailable.push_back("mlpHalfDot/mlpHalfProduct (f16 paths): no ember kernel has an f16 path yet" +
                             std::string(device.has_f16() ? "" : "; this adapter has no shader-f16 either"));
 
@@ -203,6 +239,12 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
     c.mlp_slices = res.mlp->best.slices;
     c.mlp_workgroup = res.mlp->best.workgroup;
   }
+  if (!res.prefill.empty()) {
+    formats::OrderedJson pm = formats::OrderedJson::object();
+    for (const auto& r : res.prefill)
+      pm[r.shape.key] = {{"wgTokens", r.best.wg_tokens}, {"wgRows", r.best.wg_rows}, {"kStep", r.best.k_step}, {"micro", r.best.micro}};
+    c.extra["prefillMatmul"] = pm;
+  }
   c.mlp_half_dot = "none";  // what ran here: f32 (the f16 options are unavailable, see above)
   c.mlp_half_product = "none";
   rt.expected_subgroup_size = device.subgroup_size();
@@ -220,6 +262,9 @@ nlohmann::json TuneResult::to_json() const {
                       {"budget_hit", budget_hit}, {"matvec", mv}, {"flash", fl}, {"mlp_pair", mlp_pair}, {"mlp_note", mlp_note},
                       {"unavailable", unavailable}, {"candidate", formats::to_json(file.candidate)}};
   j["mlp"] = mlp ? mlp->to_json() : nlohmann::json();
+  nlohmann::json pf = nlohmann::json::array();
+  for (const auto& r : prefill) pf.push_back(r.to_json());
+  j["prefill"] = pf;
   if (unfused_mlp_us > 0) j["unfused_mlp_us"] = unfused_mlp_us;
   return j;
 }
@@ -252,6 +297,13 @@ std::string TuneResult::table() const {
   }
   if (unfused_mlp_us > 0) {
     std::snprintf(line, sizeof line, "%-14s %11s %6s %10s %10s %10.2f\n", "mlp (unfused)", "", "", "", "", unfused_mlp_us);
+    out += line;
+  }
+  for (const auto& r : prefill) {
+    std::snprintf(line, sizeof line, "%-14s %5ux%-5u %6d %10.2f %10s %10.2f %6.2fx %8s  %s%s, %.1f TFLOP/s at T=%u\n",
+                  ("pf " + r.shape.key).c_str(), r.shape.rows, r.shape.cols, r.tried, r.reference_us, "-", r.best_us,
+                  r.best_us > 0 ? r.reference_us / r.best_us : 0.0, "", kernels::matmul_geometry_name(r.best).c_str(),
+                  r.kmajor ? " k-major" : "", r.best_tflops(), r.tokens);
     out += line;
   }
   out += "mlpPair " + std::string(mlp_pair ? "on" : "off") + ": " + mlp_note + "\n";

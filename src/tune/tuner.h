@@ -1,5 +1,6 @@
 // `ember tune`: searches the candidate's space on this adapter (matvec variant x geometry per
-// matrix shape, flash-decoding blocks per position range, the fused MLP's slices and workgroup)
+// matrix shape, flash-decoding blocks per position range, the fused MLP's slices and workgroup,
+// the prefill matmul geometry per shape)
 // on the pack's real weights, within a time budget, and turns the winners into a runtime.json
 // in the seed's format (candidate, knee, flashOptima, dequantVariant, expectedSubgroupSize).
 #pragma once
@@ -14,6 +15,7 @@
 
 #include "formats/llm_pack.h"
 #include "tune/flash_search.h"
+#include "tune/matmul_search.h"
 #include "tune/matvec_search.h"
 #include "tune/mlp_search.h"
 
@@ -40,6 +42,7 @@ struct TuneResult {
   double unfused_mlp_us = 0;  // with --allow-mlp-pair: the unfused chain at the tuned geometries
   bool mlp_pair = false;
   std::string mlp_note;       // why the MLP was (not) searched
+  std::vector<MatmulShapeResult> prefill;  // prefill matmul geometry per shape (candidate prefillMatmul)
   std::vector<std::string> unavailable;  // options not searchable here (f16 paths)
   double seconds = 0, budget_s = 0;
   bool budget_hit = false;

@@ -1,0 +1,98 @@
+#include "tune/matmul_search.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "common/error.h"
+#include "tune/check.h"
+
+namespace ember::tune {
+
+nlohmann::json matmul_geometry_json(const kernels::MatmulGeometry& g) {
+  return {{"wgTokens", g.wg_tokens}, {"wgRows", g.wg_rows}, {"kStep", g.k_step}, {"micro", g.micro}};
+}
+
+double MatmulShapeResult::best_tflops() const { return best_us > 0 ? 2.0 * shape.rows * shape.cols * tokens / (best_us * 1e6) : 0; }
+
+nlohmann::json MatmulShapeResult::to_json() const {
+  return {{"shape", shape.key}, {"rows", shape.rows}, {"cols", shape.cols}, {"tokens", tokens}, {"kmajor", kmajor},
+          {"default", matmul_geometry_json(reference)}, {"default_us", reference_us}, {"best", matmul_geometry_json(best)},
+          {"best_us", best_us}, {"best_tflops", best_tflops()}, {"speedup", best_us > 0 ? reference_us / best_us : 0.0},
+          {"tried", tried}, {"rejected", rejected}, {"invalid", invalid}, {"budget_hit", budget_hit}};
+}
+
+std::vector<kernels::MatmulGeometry> matmul_space(const gpu::Device& device, const std::vector<kernels::MatmulGeometry>& first) {
+  std::vector<kernels::MatmulGeometry> out = first;
+  // Threads (tokens x rows), most plausible first: a search cut short has tried those.
+  const std::pair<uint32_t, uint32_t> threads[] = {{16, 16}, {16, 8}, {8, 16}, {8, 8},  {32, 8}, {8, 32}, {16, 32}, {32, 16},
+                                                   {32, 32}, {4, 16}, {16, 4}, {4, 32}, {32, 4}, {4, 8},  {8, 4},  {4, 4}};
+  for (uint32_t ks : {16u, 32u, 8u})
+    for (uint32_t micro : {8u, 4u})
+      for (auto [wt, wr] : threads) {
+        kernels::MatmulGeometry g{wt, wr, ks, micro};
+        if (!kernels::matmul_geometry_fits(g, device.limits())) continue;
+        if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
+      }
+  return out;
+}
+
+MatmulShapeResult search_matmul(gpu::KernelCache& kernels, KernelTimer& timer, const MatrixShape& shape, const kernels::Q4Matrix& w,
+                                bool kmajor, uint32_t tokens, const std::vector<kernels::MatmulGeometry>& space,
+                                Clock::time_point deadline) {
+  const gpu::Device& device = kernels.device();
+  MatmulShapeResult res;
+  res.shape = shape;
+  res.kmajor = kmajor;
+  res.tokens = tokens;
+  gpu::Buffer x = device.create_storage(uint64_t(tokens) * shape.cols * 4, "tune.matmul.x");
+  gpu::Buffer y0 = device.create_storage(uint64_t(tokens) * shape.rows * 4, "tune.matmul.y0");
+  gpu::Buffer y = device.create_storage(uint64_t(tokens) * shape.rows * 4, "tune.matmul.y");
+  device.upload(x, std::span<const float>(random_input(size_t(tokens) * shape.cols, 31)));
+  device.upload(y0, std::span<const float>(random_input(size_t(tokens) * shape.rows, 32)));
+
+  std::vector<float> ref_out;
+  // Returns the time, or a negative value (-1 rejected, -2 invalid).
+  auto run = [&](const kernels::MatmulGeometry& g, bool is_reference) -> double {
+    std::optional<kernels::MatmulQ4> mm;
+    kernels::Bound bound;
+    try {
+      mm.emplace(kernels, kernels::MatmulConfig{.rows = shape.rows, .cols = shape.cols, .mode = shape.mode, .kmajor = kmajor, .geometry = g});
+      bound = mm->bind(w, {&x}, {&y}, tokens);
+    } catch (const Error&) {
+      if (is_reference) throw;
+      return -2;
+    }
+    gpu::Recorder rec(device);
+    rec.copy(y0, 0, y, 0, uint64_t(tokens) * shape.rows * 4);
+    mm->record(rec, bound);
+    rec.submit();
+    auto got = device.download_as<float>(y);
+    if (is_reference) ref_out = got;
+    else if (!(rel_l2(got, ref_out) <= kRejectRelL2)) return -1;
+    // Accumulating shapes add into y at every repeat: harmless for timing.
+    return timer.time_us([&](gpu::Recorder& r) { mm->record(r, bound); });
+  };
+
+  res.reference_us = run(res.reference, true);
+  res.best = res.reference;
+  res.best_us = res.reference_us;
+  res.tried = 1;
+  for (const auto& g : space) {
+    if (g == res.reference) continue;
+    if (Clock::now() >= deadline) {
+      res.budget_hit = true;
+      break;
+    }
+    double us = run(g, false);
+    res.tried++;
+    if (us == -2) res.invalid++;
+    else if (us < 0) res.rejected++;
+    else if (us < res.best_us) {
+      res.best_us = us;
+      res.best = g;
+    }
+  }
+  return res;
+}
+
+}  // namespace ember::tune
