@@ -148,6 +148,12 @@ TEST(Lfm2Batch, EightRowsJoinAndLeaveMidRun) {
                {0, 4, 7, 4}, {4, 3, 13, 5}, {1, 5, 5, 3}, {7, 6, 9, 2}});
 }
 
+// More rows than one batched matvec dispatch takes (16): the rows above 16 go through a second
+// dispatch bound at their offset.
+TEST(Lfm2Batch, MoreRowsThanOneDispatchTakes) {
+  check_batch(test::lfm2_test_pack("tiny"), 18, {{0, 0, 3, 3}, {5, 0, 8, 4}, {15, 1, 2, 3}, {16, 0, 5, 4}, {17, 2, 10, 2}});
+}
+
 // The fused MLP candidate keeps its k-major down weight: the batch runs the fused MLP per row.
 TEST(Lfm2Batch, FusedMlpCandidateMatchesDecodeAlone) {
   fs::path dir = fs::temp_directory_path() / "ember_batch_candidates" / std::to_string(getpid()) / "mlp_pair";
