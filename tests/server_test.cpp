@@ -197,12 +197,21 @@ TEST(Server, EightConcurrentRequestsEqualSequential) {
     if (i % 3 == 0) reqs.push_back({"/v1/completions", completion_body("prompt number " + std::to_string(i), 6 + 3 * i, extra)});
     else reqs.push_back({"/v1/chat/completions", chat_body("question " + std::to_string(i) + "?", 6 + 3 * i, extra)});
   }
+  // The server's count of sequence decodes run by the batched decoder (its /metrics).
+  auto batched_rows = [&] {
+    const std::string text = test::get(s, "/metrics").body;
+    const std::string key = "\nember_batched_decode_rows_total ";
+    const size_t at = text.find(key);
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + key.size()));
+  };
   std::vector<std::string> seq, conc(reqs.size());
   for (auto& [path, body] : reqs) {
     auto r = test::post(s, path, body.dump());
     ASSERT_EQ(r.status, 200) << r.body;
     seq.push_back(answer(r));
   }
+  const double before = batched_rows();
+  ASSERT_GE(before, 0) << "no ember_batched_decode_rows_total in /metrics";
   std::vector<std::thread> threads;
   for (size_t i = 0; i < reqs.size(); i++)
     threads.emplace_back([&, i] {
@@ -211,6 +220,8 @@ TEST(Server, EightConcurrentRequestsEqualSequential) {
     });
   for (auto& t : threads) t.join();
   for (size_t i = 0; i < reqs.size(); i++) EXPECT_EQ(conc[i], seq[i]) << "request " << i;
+  // The concurrent requests really were decoded together (one at a time, nothing is batched).
+  EXPECT_GT(batched_rows(), before);
 }
 
 TEST(Server, DisconnectFreesTheSlotAndFullServerSays503) {

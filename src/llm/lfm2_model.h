@@ -68,6 +68,18 @@ class Lfm2Model {
   // Weight bytes one decode step reads (every matrix once, the head, norms).
   uint64_t decode_weight_bytes() const;
 
+  // The sequence's state, for a graph that records the decode of several sequences together
+  // (Lfm2BatchDecoder): the shared weights, this sequence's step buffer (StepParams) and its
+  // per-layer caches (empty buffers where the layer has none).
+  const formats::LlmPack& pack() const { return pack_; }
+  const Lfm2Weights& weights() const { return *weights_; }
+  const gpu::Buffer& step_buffer() const { return step_; }
+  const gpu::Buffer& conv_state(size_t layer) const { return conv_state_.at(layer); }
+  const gpu::Buffer& k_cache(size_t layer) const { return k_cache_.at(layer); }
+  const gpu::Buffer& v_cache(size_t layer) const { return v_cache_.at(layer); }
+  // Such a graph recorded the decode of tokens()[position()]: the sequence moves one position on.
+  void advance_position() { position_++; }
+
  private:
   struct Ops;
   struct Layer;

@@ -133,7 +133,7 @@ void HttpServer::routes() {
                     "application/json");
   });
   h.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_.render(scheduler_.queued(), scheduler_.active(), scheduler_.parallel(), scheduler_.steps()),
+    res.set_content(metrics_.render(scheduler_.queued(), scheduler_.active(), scheduler_.parallel(), scheduler_.steps(), scheduler_.batched_rows()),
                     "text/plain; version=0.0.4");
   });
 }

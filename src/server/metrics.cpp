@@ -47,7 +47,7 @@ void Metrics::generation(uint32_t prompt_tokens, uint32_t completion_tokens, dou
   if (completion_tokens > 1) tokens_per_s_.observe(tokens_per_s);
 }
 
-std::string Metrics::render(uint32_t queued, uint32_t active, uint32_t slots, uint64_t steps) const {
+std::string Metrics::render(uint32_t queued, uint32_t active, uint32_t slots, uint64_t steps, uint64_t batched_rows) const {
   std::lock_guard lock(mutex_);
   std::string out;
   out += "# HELP ember_requests_total HTTP requests by route and status.\n# TYPE ember_requests_total counter\n";
@@ -65,6 +65,9 @@ std::string Metrics::render(uint32_t queued, uint32_t active, uint32_t slots, ui
   out += "ember_slots " + std::to_string(slots) + "\n";
   out += "# HELP ember_decode_steps_total Batched decode steps submitted.\n# TYPE ember_decode_steps_total counter\n";
   out += "ember_decode_steps_total " + std::to_string(steps) + "\n";
+  out += "# HELP ember_batched_decode_rows_total Sequence decodes run by the batched decoder (several sequences, one weight read).\n"
+         "# TYPE ember_batched_decode_rows_total counter\n";
+  out += "ember_batched_decode_rows_total " + std::to_string(batched_rows) + "\n";
   out += "# HELP ember_time_to_first_token_seconds Arrival to first generated token.\n# TYPE ember_time_to_first_token_seconds histogram\n";
   ttft_.render(out, "ember_time_to_first_token_seconds");
   out += "# HELP ember_decode_tokens_per_second Per-request decode speed after the first token.\n# TYPE ember_decode_tokens_per_second histogram\n";

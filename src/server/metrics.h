@@ -33,7 +33,7 @@ class Metrics {
   // A finished generation: tokens in/out and its timing.
   void generation(uint32_t prompt_tokens, uint32_t completion_tokens, double ttft_s, double tokens_per_s);
   // `queued`, `active`, `slots`: the scheduler's state now.
-  std::string render(uint32_t queued, uint32_t active, uint32_t slots, uint64_t steps) const;
+  std::string render(uint32_t queued, uint32_t active, uint32_t slots, uint64_t steps, uint64_t batched_rows) const;
 
  private:
   mutable std::mutex mutex_;

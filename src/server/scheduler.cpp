@@ -39,6 +39,13 @@ Scheduler::Scheduler(llm::Session& session, const SchedulerOptions& options) : s
     s.params = device.create_storage(sizeof(kernels::SamplerParams), "slot.sampler.params");
     s.groups = sampler_->bind({&s.model->logits()}, {&s.model->tokens()}, {&s.params});
   }
+  if (options.parallel > 1 && llm::Lfm2BatchDecoder::unsupported(base).empty()) {
+    std::vector<llm::Lfm2Model*> rows;
+    for (auto& s : slots_) rows.push_back(s.model);
+    batch_ = std::make_unique<llm::Lfm2BatchDecoder>(rows);
+    for (uint32_t i = 0; i < options.parallel; i++)
+      slots_[i].batch_groups = sampler_->bind(batch_->logits_row(i), {&slots_[i].model->tokens()}, {&slots_[i].params});
+  }
   readback_size_ = (uint64_t(options.parallel) * 4 + 255) / 256 * 256;
   readback_ = device.create_buffer(readback_size_, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "slots.readback");
   thread_ = std::thread([this] { run(); });
@@ -82,6 +89,10 @@ uint32_t Scheduler::queued() const {
 uint64_t Scheduler::steps() const {
   std::lock_guard lock(mutex_);
   return steps_;
+}
+uint64_t Scheduler::batched_rows() const {
+  std::lock_guard lock(mutex_);
+  return batched_rows_;
 }
 
 void Scheduler::end(Slot& slot, const std::string* error) {
@@ -151,18 +162,26 @@ void Scheduler::run() {
 void Scheduler::step() {
   const auto& device = session_.device();
   gpu::Recorder rec(device);
+  // llm::Generator's step for each slot: decode the previous id (not for the first), sample the
+  // next into tokens[position], copy it out (here to this slot's word of the shared read-back).
+  // The decodes of two or more slots run as one batched step (row i = slot i).
+  std::vector<uint32_t> decoding;
+  for (uint32_t i = 0; i < slots_.size(); i++)
+    if (slots_[i].job && slots_[i].steps > 0) decoding.push_back(i);
+  const bool batched = batch_ && decoding.size() >= 2;
+  if (batched) batch_->record(rec, decoding);
   std::vector<Slot*> stepping;
   for (uint32_t i = 0; i < slots_.size(); i++) {
     Slot& s = slots_[i];
     if (!s.job) continue;
-    // Exactly llm::Generator's step: decode the previous id (not for the first), sample the next
-    // into tokens[position], copy it out (here to this slot's word of the shared read-back).
-    if (s.steps > 0) s.model->record_decode(rec);
+    const bool from_batch = batched && s.steps > 0;
+    if (s.steps > 0 && !from_batch) s.model->record_decode(rec);
     const auto& sampling = s.job->request().sampling;
     const uint32_t pos = s.model->position();
     kernels::upload_params(device, s.params, sampling.gpu_params(sample_vocab_, pos, s.steps));
-    if (sampling.greedy()) sampler_->record_greedy(rec, s.groups);
-    else sampler_->record_sample(rec, s.groups);
+    const auto& groups = from_batch ? s.batch_groups : s.groups;
+    if (sampling.greedy()) sampler_->record_greedy(rec, groups);
+    else sampler_->record_sample(rec, groups);
     rec.copy(s.model->tokens(), uint64_t(pos) * 4, readback_, uint64_t(i) * 4, 4);
     stepping.push_back(&s);
   }
@@ -182,6 +201,7 @@ void Scheduler::step() {
   {
     std::lock_guard lock(mutex_);
     steps_++;
+    if (batched) batched_rows_ += decoding.size();
   }
 
   for (Slot* s : stepping) {

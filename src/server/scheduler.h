@@ -1,9 +1,11 @@
 // Continuous batching: `parallel` sequence slots (each an Lfm2Model with its own caches, sharing
 // the session's GPU weights) decoded together. One scheduler thread owns the GPU; each step it
-// records the decode, the GPU sample and the id copy of EVERY active slot into one
-// gpu::Recorder, submits once and reads all ids back from one buffer. Requests join (prefill)
-// and leave (stop, length, cancel) between steps. Beyond the slots a bounded queue waits;
-// beyond the queue, submit() refuses with 503.
+// records the decode of every active slot (one llm::Lfm2BatchDecoder step over their rows when
+// two or more decode, so each weight is read once per step; a lone slot uses its model's own
+// decode), then the GPU sample and the id copy of each slot, into one gpu::Recorder, submits
+// once and reads all ids back from one buffer. Requests join (prefill) and leave (stop, length,
+// cancel) between steps. Beyond the slots a bounded queue waits; beyond the queue, submit()
+// refuses with 503.
 #pragma once
 
 #include <chrono>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "kernels/sampler.h"
+#include "llm/lfm2_batch.h"
 #include "llm/session.h"
 #include "server/job.h"
 
@@ -49,13 +52,15 @@ class Scheduler {
   uint32_t active() const;
   uint32_t queued() const;
   uint64_t steps() const;
+  uint64_t batched_rows() const;  // sequence decodes run by the batched decoder
 
  private:
   struct Slot {
     std::unique_ptr<llm::Lfm2Model> owned;  // slot 0 uses the session's model
     llm::Lfm2Model* model = nullptr;
     gpu::Buffer params;
-    kernels::Sampler::Groups groups;
+    kernels::Sampler::Groups groups;        // samples the model's own logits (prefill, lone decode)
+    kernels::Sampler::Groups batch_groups;  // samples this slot's row of the batch decoder's logits
     std::shared_ptr<Job> job;
     uint32_t steps = 0;  // ids sampled for the current job
   };
@@ -71,6 +76,7 @@ class Scheduler {
   uint32_t capacity_ = 0, sample_vocab_ = 0;
   std::unique_ptr<kernels::Sampler> sampler_;
   std::vector<Slot> slots_;
+  std::unique_ptr<llm::Lfm2BatchDecoder> batch_;  // row i = slot i; null where the shapes do not allow it
   gpu::Buffer readback_;
   uint64_t readback_size_ = 0;
 
@@ -78,7 +84,7 @@ class Scheduler {
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> waiting_;
   uint32_t active_ = 0;
-  uint64_t steps_ = 0;
+  uint64_t steps_ = 0, batched_rows_ = 0;
   bool accepting_ = true, cancel_all_ = false, stop_ = false;
   std::thread thread_;
 };

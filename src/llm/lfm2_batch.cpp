@@ -1,0 +1,300 @@
+#include "llm/lfm2_batch.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "common/error.h"
+#include "kernels/attention.h"
+#include "kernels/conv.h"
+#include "kernels/elementwise.h"
+#include "kernels/embed_q4.h"
+#include "kernels/kv_write.h"
+#include "kernels/matvec_q4_batch.h"
+#include "kernels/mlp_q4.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/step.h"
+
+namespace ember::llm {
+
+using formats::LayerType;
+using kernels::OutputMode;
+
+namespace {
+uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
+// Rows one batched matvec dispatch takes; more rows take several dispatches.
+constexpr uint32_t kVectorsPerDispatch = kernels::kMaxVectors;
+
+const Lfm2Model& first_of(const std::vector<Lfm2Model*>& sequences) {
+  if (sequences.empty() || !sequences[0]) throw Error("no sequences to batch", "batch decoder", "give at least one sequence");
+  return *sequences[0];
+}
+}  // namespace
+
+// The kernel families, configured as Lfm2Model configures its own (so every per-row kernel
+// computes exactly what the model's decode computes), plus the batched matvec per shape.
+struct Lfm2BatchDecoder::Ops {
+  std::optional<kernels::RmsNorm> norm, q_norm, k_norm;
+  std::optional<kernels::Rope> rope;
+  std::optional<kernels::KvWrite> kv_write;
+  std::optional<kernels::AttentionDecode> attn_decode;
+  std::optional<kernels::ShortConv> conv;
+  std::optional<kernels::SiluMul> silu_mul;
+  std::optional<kernels::EmbedQ4> embed;
+  std::optional<kernels::MlpQ4> mlp;
+  std::map<std::string, kernels::MatvecBatchQ4> matvec;  // by shape key
+};
+
+// Per row of one layer: the sequence-state kernels bound to that row and its sequence's caches.
+struct RowGroups {
+  gpu::BindGroup rope, kv_write;
+  kernels::AttentionDecode::Groups attn;
+  kernels::ShortConv::Groups conv;
+  kernels::MlpBound mlp;  // mlp_pair: the fused MLP on this row
+};
+
+struct Lfm2BatchDecoder::Layer {
+  LayerType type;
+  kernels::Q4Matrix mix_in, mix_out, gate_up, down;
+  std::string mix_in_key, mix_out_key;
+  gpu::BindGroup op_norm, ffn_norm, q_norm, k_norm, silu_mul;
+  std::vector<RowGroups> rows;
+};
+
+// The batched matvecs over rows [0, T): one Bound per dispatch of up to kVectorsPerDispatch rows.
+struct Lfm2BatchDecoder::Width {
+  kernels::Bound embed;
+  std::vector<std::vector<kernels::Bound>> mix_in, mix_out, gate_up, down;
+  std::vector<kernels::Bound> head;
+};
+
+std::string Lfm2BatchDecoder::unsupported(const Lfm2Model& model) {
+  const auto& s = model.shape();
+  const uint32_t align = model.device().limits().minStorageBufferOffsetAlignment;
+  const std::pair<const char*, int64_t> strides[] = {{"hidden", s.hidden},       {"3 x hidden", 3 * s.hidden}, {"q rows", s.q_rows()},
+                                                     {"qkv rows", s.qkv_rows()}, {"ffn", s.ffn},               {"2 x ffn", 2 * s.ffn},
+                                                     {"vocab", s.vocab}};
+  for (const auto& [what, n] : strides)
+    if (align == 0 || (n * 4) % align != 0)
+      return std::string("a batch row of ") + what + " (" + std::to_string(n) + " f32) is not a multiple of the device's " +
+             std::to_string(align) + "-byte storage offset alignment";
+  return {};
+}
+
+Lfm2BatchDecoder::Lfm2BatchDecoder(std::vector<Lfm2Model*> sequences)
+    : sequences_(std::move(sequences)), model_(first_of(sequences_)) {
+  const std::string why = unsupported(model_);
+  if (!why.empty()) throw Error(why, "batch decoder", "decode the sequences one by one");
+  for (const Lfm2Model* m : sequences_)
+    if (&m->weights() != &model_.weights()) throw Error("sequences of different models", "batch decoder", "batch copies of one model");
+
+  const gpu::Device& device = model_.device();
+  gpu::KernelCache& kernels = model_.kernels();
+  const Lfm2Weights& weights = model_.weights();
+  const KernelChoices& choices = model_.choices();
+  const auto& s = model_.shape();
+  const uint32_t N = rows();
+  const uint32_t H = u32(s.hidden), F = u32(s.ffn), V = u32(s.vocab), D = u32(s.head_dim);
+  const uint32_t Q = u32(s.q_rows()), KV = u32(s.kv_rows()), QKV = u32(s.qkv_rows());
+  const float eps = static_cast<float>(s.eps());
+  const bool sg = choices.subgroups;
+
+  // ---- kernel families (the same configurations as Lfm2Model::build) ----
+  ops_ = std::make_unique<Ops>();
+  Ops& o = *ops_;
+  o.norm.emplace(kernels, kernels::RmsNormConfig{.cols = H, .eps = eps, .subgroups = sg});
+  o.q_norm.emplace(kernels, kernels::RmsNormConfig{.cols = D, .eps = eps, .heads = u32(s.heads), .token_stride = QKV, .offset = 0,
+                                                   .in_place = true, .subgroups = sg, .workgroup = 64});
+  o.k_norm.emplace(kernels, kernels::RmsNormConfig{.cols = D, .eps = eps, .heads = u32(s.kv_heads), .token_stride = QKV, .offset = Q,
+                                                   .in_place = true, .subgroups = sg, .workgroup = 64});
+  o.rope.emplace(kernels, kernels::RopeConfig{.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D, .q_stride = QKV,
+                                              .q_offset = 0, .k_stride = QKV, .k_offset = Q, .shared_qk = true});
+  o.kv_write.emplace(kernels, kernels::KvWriteConfig{.kv_heads = u32(s.kv_heads), .head_dim = D, .padding = choices.padding,
+                                                     .k_stride = QKV, .k_offset = Q, .v_stride = QKV, .v_offset = Q + KV});
+  o.attn_decode.emplace(kernels, kernels::AttentionConfig{.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D,
+                                                          .padding = choices.padding, .q_stride = QKV, .q_offset = 0, .subgroups = sg});
+  o.conv.emplace(kernels, kernels::ConvConfig{.hidden = H, .fused = true});
+  o.silu_mul.emplace(kernels, kernels::SiluMulConfig{.ffn = F});
+  o.embed.emplace(kernels, kernels::EmbedConfig{.rows = V, .cols = H, .asymmetric = weights.has("embed.zero_points")});
+  if (choices.mlp_pair)
+    o.mlp.emplace(kernels, kernels::MlpConfig{.hidden = H, .ffn = F, .slices = choices.mlp_slices, .workgroup_size = choices.mlp_workgroup});
+  struct MatShape {
+    const char* key;
+    uint32_t rows, cols;
+    OutputMode mode;
+    bool asymmetric;
+  };
+  const MatShape mats[] = {{"conv_in_proj", 3 * H, H, OutputMode::overwrite, false},
+                           {"conv_out_proj", H, H, OutputMode::accumulate, false},
+                           {"attn_qkv", QKV, H, OutputMode::overwrite, false},
+                           {"attn_o_proj", H, Q, OutputMode::accumulate, false},
+                           {"mlp_gate_up", 2 * F, H, OutputMode::overwrite, false},
+                           {"mlp_down", H, F, OutputMode::accumulate, false},
+                           {"head", V, H, OutputMode::overwrite, true}};
+  for (const auto& m : mats)
+    o.matvec.emplace(m.key, kernels::MatvecBatchQ4(kernels, {.rows = m.rows,
+                                                             .cols = m.cols,
+                                                             .asymmetric = m.asymmetric,
+                                                             .mode = m.mode,
+                                                             .max_vectors = kVectorsPerDispatch}));
+
+  // ---- buffers: one row per sequence ----
+  auto f32 = [&](uint64_t per_row, const char* label) { return device.create_storage(uint64_t(N) * per_row * 4, label); };
+  x_ = f32(H, "batch.x");
+  h_ = f32(H, "batch.h");
+  bcx_ = f32(3 * H, "batch.conv.bcx");
+  qkv_ = f32(QKV, "batch.attn.qkv");
+  conv_y_ = f32(H, "batch.conv.y");
+  attn_ = f32(Q, "batch.attn.out");
+  gu_ = f32(2 * F, "batch.mlp.gate_up");
+  act_ = f32(F, "batch.mlp.act");
+  logits_ = f32(V, "batch.logits");
+  ids_ = device.create_storage(std::max<uint64_t>(16, uint64_t(N) * 4), "batch.ids");
+
+  auto row = [](const gpu::Buffer& b, uint32_t r, uint32_t per_row) {
+    return gpu::Binding{&b, uint64_t(r) * per_row * 4, uint64_t(per_row) * 4};
+  };
+  const auto& cos = weights.section("rope.cos_ext");
+  const auto& sin = weights.section("rope.sin_ext");
+  const int L = static_cast<int>(s.layers());
+  for (int i = 0; i < L; i++) {
+    Layer layer;
+    layer.type = s.layer_types[i];
+    const std::string p = formats::layer_prefix(i);
+    const bool attn = layer.type == LayerType::Attention;
+    const std::string mix = attn ? p + "attn." : p + "conv.";
+    layer.mix_in_key = attn ? "attn_qkv" : "conv_in_proj";
+    layer.mix_out_key = attn ? "attn_o_proj" : "conv_out_proj";
+    layer.mix_in = weights.matrix(mix + (attn ? "qkv" : "in_proj"), attn ? QKV : 3 * H, H);
+    layer.mix_out = weights.matrix(mix + (attn ? "o_proj" : "out_proj"), H, attn ? Q : H);
+    layer.gate_up = weights.matrix(p + "mlp.gate_up", 2 * F, H);
+    // The model's down weight: with mlp_pair the k-major copy, which only the fused MLP reads.
+    layer.down = choices.mlp_pair ? weights.matrix(p + "mlp.down", F, H, /*kmajor=*/true) : weights.matrix(p + "mlp.down", H, F);
+    layer.op_norm = o.norm->bind({&x_}, {&weights.section(mix + (attn ? "qkv.norm" : "in_proj.norm"))}, {&h_});
+    layer.ffn_norm = o.norm->bind({&x_}, {&weights.section(p + "mlp.gate_up.norm")}, {&h_});
+    if (attn) {
+      layer.q_norm = o.q_norm->bind({&qkv_}, {&weights.section(p + "attn.qkv.q_norm")});
+      layer.k_norm = o.k_norm->bind({&qkv_}, {&weights.section(p + "attn.qkv.k_norm")});
+    }
+    if (!choices.mlp_pair) layer.silu_mul = o.silu_mul->bind({&gu_}, {&act_});
+    for (uint32_t r = 0; r < N; r++) {
+      const Lfm2Model& m = *sequences_[r];
+      RowGroups g;
+      if (attn) {
+        const gpu::Binding qkv = row(qkv_, r, QKV);
+        g.rope = o.rope->bind(qkv, {nullptr}, {&cos}, {&sin}, {&m.step_buffer()});
+        g.kv_write = o.kv_write->bind(qkv, qkv, {&m.k_cache(i)}, {&m.v_cache(i)}, {&m.step_buffer()});
+        g.attn = o.attn_decode->bind(qkv, {&m.k_cache(i)}, {&m.v_cache(i)}, row(attn_, r, Q), {&m.step_buffer()});
+      } else {
+        g.conv = o.conv->bind(row(bcx_, r, 3 * H), {&weights.section(p + "conv.core.taps")}, {&m.conv_state(i)}, row(conv_y_, r, H),
+                              {&m.step_buffer()});
+      }
+      if (choices.mlp_pair) g.mlp = o.mlp->bind(layer.gate_up, layer.down, row(h_, r, H), row(x_, r, H));
+      layer.rows.push_back(std::move(g));
+    }
+    layers_.push_back(std::move(layer));
+  }
+  head_norm_ = o.norm->bind({&x_}, {&weights.section("head.norm")}, {&h_});
+  device.check("building the batched LFM2 decode graph");
+}
+
+Lfm2BatchDecoder::~Lfm2BatchDecoder() = default;
+
+gpu::Binding Lfm2BatchDecoder::logits_row(uint32_t r) const {
+  const uint64_t bytes = uint64_t(model_.vocab()) * 4;
+  return {&logits_, r * bytes, bytes};
+}
+
+const Lfm2BatchDecoder::Width& Lfm2BatchDecoder::width_for(uint32_t T) {
+  auto it = widths_.find(T);
+  if (it != widths_.end()) return *it->second;
+  const Ops& o = *ops_;
+  const Lfm2Weights& weights = model_.weights();
+  const uint32_t H = u32(model_.shape().hidden);
+  // y = W x over rows [0, T), kVectorsPerDispatch rows per dispatch.
+  auto bind = [&](const std::string& key, const kernels::Q4Matrix& w, const gpu::Buffer& x, const gpu::Buffer& y) {
+    const auto& mv = o.matvec.at(key);
+    const uint32_t cols = mv.config().cols, out = mv.config().rows;
+    std::vector<kernels::Bound> parts;
+    for (uint32_t r0 = 0; r0 < T; r0 += kVectorsPerDispatch) {
+      const uint32_t n = std::min(kVectorsPerDispatch, T - r0);
+      parts.push_back(mv.bind(w, {&x, uint64_t(r0) * cols * 4, uint64_t(n) * cols * 4}, {&y, uint64_t(r0) * out * 4, uint64_t(n) * out * 4}, n));
+    }
+    return parts;
+  };
+  auto w = std::make_unique<Width>();
+  w->embed = o.embed->bind(weights.matrix("embed", model_.vocab(), H), {&ids_, 0, uint64_t(T) * 4}, {&x_}, T);
+  for (const Layer& l : layers_) {
+    const bool attn = l.type == LayerType::Attention;
+    w->mix_in.push_back(bind(l.mix_in_key, l.mix_in, h_, attn ? qkv_ : bcx_));
+    w->mix_out.push_back(bind(l.mix_out_key, l.mix_out, attn ? attn_ : conv_y_, x_));
+    if (!model_.choices().mlp_pair) {
+      w->gate_up.push_back(bind("mlp_gate_up", l.gate_up, h_, gu_));
+      w->down.push_back(bind("mlp_down", l.down, act_, x_));
+    }
+  }
+  w->head = bind("head", weights.matrix("head", model_.vocab(), H), h_, logits_);
+  return *widths_.emplace(T, std::move(w)).first->second;
+}
+
+void Lfm2BatchDecoder::record(gpu::Recorder& rec, std::span<const uint32_t> rows) {
+  if (rows.empty()) return;
+  uint32_t T = 0;
+  std::vector<bool> seen(this->rows());
+  for (uint32_t r : rows) {
+    if (r >= this->rows() || seen[r]) throw Error("row " + std::to_string(r) + " is out of range or listed twice", "batch decode");
+    seen[r] = true;
+    T = std::max(T, r + 1);
+    const Lfm2Model& m = *sequences_[r];
+    if (m.position() == 0) throw Error("row " + std::to_string(r) + " has no prompt", "batch decode", "prefill a sequence before decoding it");
+    if (m.position() >= m.capacity())
+      throw Error("the context is full (" + std::to_string(m.capacity()) + " positions)", "decode",
+                  "start a new conversation or use a pack with a larger maxTotalPositions");
+  }
+  const Ops& o = *ops_;
+  const Width& w = width_for(T);
+  const KernelChoices& choices = model_.choices();
+  auto matvec = [&](const std::string& key, const std::vector<kernels::Bound>& parts) {
+    for (const auto& b : parts) o.matvec.at(key).record(rec, b);
+  };
+
+  // Rows in [0, T) that are not stepping carry stale values through the batched kernels; every
+  // row of those is computed independently of the others, and nothing reads them afterwards.
+  for (uint32_t r : rows) {
+    const Lfm2Model& m = *sequences_[r];
+    kernels::upload_step(m.device(), m.step_buffer(), kernels::StepParams{.start = m.position(), .rows = 1});
+    rec.copy(m.tokens(), uint64_t(m.position()) * 4, ids_, uint64_t(r) * 4, 4);
+  }
+  o.embed->record(rec, w.embed);
+  for (size_t i = 0; i < layers_.size(); i++) {
+    const Layer& l = layers_[i];
+    o.norm->record(rec, l.op_norm, T);
+    matvec(l.mix_in_key, w.mix_in[i]);
+    if (l.type == LayerType::Attention) {
+      o.q_norm->record(rec, l.q_norm, T);
+      o.k_norm->record(rec, l.k_norm, T);
+      for (uint32_t r : rows) {
+        const RowGroups& g = l.rows[r];
+        o.rope->record(rec, g.rope, 1);
+        o.kv_write->record(rec, g.kv_write, 1);
+        o.attn_decode->record(rec, g.attn, choices.blocks_for(sequences_[r]->position() + 1));
+      }
+    } else {
+      for (uint32_t r : rows) o.conv->record(rec, l.rows[r].conv, 1);
+    }
+    matvec(l.mix_out_key, w.mix_out[i]);
+    o.norm->record(rec, l.ffn_norm, T);
+    if (choices.mlp_pair) {
+      for (uint32_t r : rows) o.mlp->record(rec, l.rows[r].mlp);
+    } else {
+      matvec("mlp_gate_up", w.gate_up[i]);
+      o.silu_mul->record(rec, l.silu_mul, T);
+      matvec("mlp_down", w.down[i]);
+    }
+  }
+  o.norm->record(rec, head_norm_, T);
+  matvec("head", w.head);
+  for (uint32_t r : rows) sequences_[r]->advance_position();
+}
+
+}  // namespace ember::llm
