@@ -29,13 +29,14 @@ CLI::App* subcommand_group(CLI::App& app, const std::string& name, const std::st
 // inspect_stage.cpp).
 void add_synth_trellis_command(CLI::App& app);  // ember synth trellis-ss-flow
 void add_pack_trellis_command(CLI::App& app);   // ember pack trellis
-void add_dequant_command(CLI::App& app);        // ember dequant --stage DIR --out CKPT.safetensors
+void add_dequant_command(CLI::App& app);        // ember dequant --stage DIR | --model DIR --out ...
 void dequant_stage_pack(const std::filesystem::path& dir, const std::filesystem::path& out);
 // The stage half of `ember inspect DIR` (DIR holds manifest.json): tensor table, bytes by
 // kind, quantization, validation verdict; JSON with `json`. Returns false when the pack is invalid.
 bool inspect_stage_pack(const std::filesystem::path& dir, bool json);
 void add_tokenize_command(CLI::App& app);
 void add_generate_command(CLI::App& app);  // ember generate
+void add_logits_command(CLI::App& app);    // ember logits
 void add_chat_command(CLI::App& app);      // ember chat
 void add_detokenize_command(CLI::App& app);
 void add_chat_template_command(CLI::App& app);  // ember chat-template

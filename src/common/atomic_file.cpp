@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -23,30 +24,58 @@ std::string unique_suffix() {
 }
 }  // namespace
 
-void write_file_atomic(const fs::path& path, std::span<const uint8_t> bytes) {
-  fs::path tmp = path;
-  tmp += unique_suffix();
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw Error(std::string("cannot create file: ") + strerror(errno), tmp.string(), "check that the directory exists and is writable");
+AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)) {
+  tmp_ = path_;
+  tmp_ += unique_suffix();
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd_ < 0) throw Error(std::string("cannot create file: ") + strerror(errno), tmp_.string(), "check that the directory exists and is writable");
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  std::error_code ec;
+  fs::remove(tmp_, ec);
+}
+
+void AtomicFileWriter::fail(const std::string& what, int err) {
+  ::close(fd_);
+  fd_ = -1;
+  std::error_code ec;
+  fs::remove(tmp_, ec);
+  throw Error(what + ": " + strerror(err), tmp_.string(), "check free disk space");
+}
+
+void AtomicFileWriter::write_at(uint64_t offset, std::span<const uint8_t> bytes) {
+  if (fd_ < 0) throw Error("internal: write after commit", path_.string());
   size_t done = 0;
   while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      int e = errno;
-      ::close(fd);
-      fs::remove(tmp);
-      throw Error(std::string("write failed: ") + strerror(e), tmp.string(), "check free disk space");
-    }
+    ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0) fail("write failed", errno);
     done += static_cast<size_t>(n);
   }
-  ::fsync(fd);
-  ::close(fd);
+  size_ = std::max(size_, offset + bytes.size());
+}
+
+void AtomicFileWriter::write(std::span<const uint8_t> bytes) { write_at(size_, bytes); }
+
+void AtomicFileWriter::commit() {
+  if (fd_ < 0) throw Error("internal: commit twice", path_.string());
+  ::fsync(fd_);
+  ::close(fd_);
+  fd_ = -1;
   std::error_code ec;
-  fs::rename(tmp, path, ec);
+  fs::rename(tmp_, path_, ec);
   if (ec) {
-    fs::remove(tmp);
-    throw Error("cannot move output into place: " + ec.message(), path.string());
+    fs::remove(tmp_);
+    throw Error("cannot move output into place: " + ec.message(), path_.string());
   }
+}
+
+void write_file_atomic(const fs::path& path, std::span<const uint8_t> bytes) {
+  AtomicFileWriter w(path);
+  w.write(bytes);
+  w.commit();
 }
 
 void write_file_atomic(const fs::path& path, const std::string& text) {

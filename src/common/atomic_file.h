@@ -14,6 +14,28 @@ namespace ember {
 void write_file_atomic(const std::filesystem::path& path, std::span<const uint8_t> bytes);
 void write_file_atomic(const std::filesystem::path& path, const std::string& text);
 
+// A file written in pieces (outputs too large to hold in memory at once) that appears at `path`
+// only on commit(): a temporary file beside it, fsync, rename. Destroyed before commit(), it
+// leaves nothing behind.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::filesystem::path path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void write(std::span<const uint8_t> bytes);                      // appends
+  void write_at(uint64_t offset, std::span<const uint8_t> bytes);  // overwrites bytes already written
+  uint64_t size() const { return size_; }
+  void commit();
+
+ private:
+  [[noreturn]] void fail(const std::string& what, int err);
+  std::filesystem::path path_, tmp_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
 // Builds a whole directory atomically: `fill` writes into a fresh temporary directory beside
 // `dir`; on success that directory replaces `dir`, on any exception it is removed.
 void build_directory_atomic(const std::filesystem::path& dir,

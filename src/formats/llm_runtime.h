@@ -97,8 +97,9 @@ struct Candidate {
   OrderedJson extra = OrderedJson::object();
 
   const MatvecChoice* matvec_for(const std::string& matrix_shape) const;
-  // Which down copy is the model's weight in a run with this candidate (DESIGN "One model").
-  const char* down_copy() const { return mlp_pair ? "kquant" : "quant"; }
+  // Which down copy is the model's weight in a run with this candidate (DESIGN "One model"):
+  // `unfused` turns the fused MLP off, and with it kquant (as the engine's kernel choice does).
+  const char* down_copy() const { return mlp_pair && !unfused ? "kquant" : "quant"; }
 };
 
 struct RuntimeFile {

@@ -14,7 +14,7 @@ constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicSize = 6;
 constexpr size_t kAlign = 64;  // numpy pads headers so the data is 64-byte aligned
 
-const char* kFix = "ember reads .npy files numpy writes with np.save for float32/float16 C-order arrays";
+const char* kFix = "ember reads .npy files numpy writes with np.save for float32/float16 and int32/int64/uint32 C-order arrays";
 
 // The header is a Python dict literal: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
 class HeaderParser {
@@ -136,14 +136,54 @@ int64_t numel_of(std::span<const int64_t> shape) {
   return n;
 }
 
+// The version-1.0 header padded to at least `min_size` bytes (a multiple of kAlign).
+std::vector<uint8_t> padded_header(NpyDType dtype, std::span<const int64_t> shape, size_t min_size) {
+  std::string dict = std::string("{'descr': '") + npy_descr(dtype) + "', 'fortran_order': False, 'shape': " +
+                     shape_text(shape) + ", }";
+  // magic(6) + version(2) + length(2) + dict + spaces + '\n' is a multiple of kAlign.
+  size_t total = kMagicSize + 4 + dict.size() + 1;
+  size_t padded = std::max((total + kAlign - 1) / kAlign * kAlign, min_size);
+  dict.append(padded - total, ' ');
+  dict.push_back('\n');
+  if (dict.size() > 0xffff) throw Error("array has too many dimensions for a .npy 1.0 header", "write_npy");
+  std::vector<uint8_t> out(kMagic, kMagic + kMagicSize);
+  out.push_back(1);
+  out.push_back(0);
+  out.push_back(static_cast<uint8_t>(dict.size() & 0xff));
+  out.push_back(static_cast<uint8_t>(dict.size() >> 8));
+  out.insert(out.end(), dict.begin(), dict.end());
+  return out;
+}
+
 }  // namespace
 
-const char* npy_descr(NpyDType d) { return d == NpyDType::F32 ? "<f4" : "<f2"; }
-size_t npy_dtype_size(NpyDType d) { return d == NpyDType::F32 ? 4 : 2; }
+const char* npy_descr(NpyDType d) {
+  switch (d) {
+    case NpyDType::F32: return "<f4";
+    case NpyDType::F16: return "<f2";
+    case NpyDType::I32: return "<i4";
+    case NpyDType::I64: return "<i8";
+    case NpyDType::U32: return "<u4";
+  }
+  return "?";
+}
+
+size_t npy_dtype_size(NpyDType d) {
+  switch (d) {
+    case NpyDType::F16: return 2;
+    case NpyDType::I64: return 8;
+    default: return 4;
+  }
+}
+
+bool npy_is_integer(NpyDType d) { return d == NpyDType::I32 || d == NpyDType::I64 || d == NpyDType::U32; }
 
 int64_t NpyArray::numel() const { return numel_of(shape); }
 
 std::vector<float> NpyArray::to_f32() const {
+  if (npy_is_integer(dtype))
+    throw Error(std::string("the array holds integers (") + npy_descr(dtype) + "), floats are expected", where,
+                "save it as float32, e.g. np.save(path, a.astype('<f4'))");
   std::vector<float> out(static_cast<size_t>(numel()));
   if (dtype == NpyDType::F32) {
     std::memcpy(out.data(), bytes.data(), out.size() * 4);
@@ -152,6 +192,27 @@ std::vector<float> NpyArray::to_f32() const {
       uint16_t h;
       std::memcpy(&h, bytes.data() + 2 * i, 2);
       out[i] = f16_to_f32(h);
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> NpyArray::to_i64() const {
+  if (!npy_is_integer(dtype))
+    throw Error(std::string("the array holds floats (") + npy_descr(dtype) + "), integers are expected", where,
+                "save it as integers, e.g. np.save(path, a.astype('<i4'))");
+  std::vector<int64_t> out(static_cast<size_t>(numel()));
+  for (size_t i = 0; i < out.size(); i++) {
+    if (dtype == NpyDType::I64) {
+      std::memcpy(&out[i], bytes.data() + 8 * i, 8);
+    } else if (dtype == NpyDType::I32) {
+      int32_t v;
+      std::memcpy(&v, bytes.data() + 4 * i, 4);
+      out[i] = v;
+    } else {
+      uint32_t v;
+      std::memcpy(&v, bytes.data() + 4 * i, 4);
+      out[i] = v;
     }
   }
   return out;
@@ -180,15 +241,17 @@ NpyArray parse_npy(std::span<const uint8_t> file, const std::string& where) {
   std::string descr;
   bool fortran = false;
   NpyArray arr;
+  arr.where = where;
   HeaderParser(header, where).parse(descr, fortran, arr.shape);
-  if (descr == "<f4") {
-    arr.dtype = NpyDType::F32;
-  } else if (descr == "<f2") {
-    arr.dtype = NpyDType::F16;
-  } else {
+  bool known = false;
+  for (NpyDType d : {NpyDType::F32, NpyDType::F16, NpyDType::I32, NpyDType::I64, NpyDType::U32})
+    if (descr == npy_descr(d)) {
+      arr.dtype = d;
+      known = true;
+    }
+  if (!known)
     throw Error("unsupported .npy dtype '" + descr + "'", where,
-                "convert it first, e.g. np.save(path, a.astype('<f4'))");
-  }
+                "ember reads <f4, <f2, <i4, <i8 and <u4; convert it first, e.g. np.save(path, a.astype('<f4'))");
   if (fortran)
     throw Error("Fortran-order .npy arrays are not supported", where, "save np.ascontiguousarray(a) instead");
   uint64_t expected = static_cast<uint64_t>(arr.numel()) * npy_dtype_size(arr.dtype);
@@ -209,23 +272,7 @@ NpyArray read_npy(const std::filesystem::path& path) {
                    path.string());
 }
 
-std::vector<uint8_t> npy_header(NpyDType dtype, std::span<const int64_t> shape) {
-  std::string dict = std::string("{'descr': '") + npy_descr(dtype) + "', 'fortran_order': False, 'shape': " +
-                     shape_text(shape) + ", }";
-  // magic(6) + version(2) + length(2) + dict + spaces + '\n' is a multiple of kAlign.
-  size_t total = kMagicSize + 4 + dict.size() + 1;
-  size_t padded = (total + kAlign - 1) / kAlign * kAlign;
-  dict.append(padded - total, ' ');
-  dict.push_back('\n');
-  if (dict.size() > 0xffff) throw Error("array has too many dimensions for a .npy 1.0 header", "write_npy");
-  std::vector<uint8_t> out(kMagic, kMagic + kMagicSize);
-  out.push_back(1);
-  out.push_back(0);
-  out.push_back(static_cast<uint8_t>(dict.size() & 0xff));
-  out.push_back(static_cast<uint8_t>(dict.size() >> 8));
-  out.insert(out.end(), dict.begin(), dict.end());
-  return out;
-}
+std::vector<uint8_t> npy_header(NpyDType dtype, std::span<const int64_t> shape) { return padded_header(dtype, shape, 0); }
 
 void write_npy(const std::filesystem::path& path, NpyDType dtype, std::span<const int64_t> shape,
                std::span<const uint8_t> bytes) {
@@ -250,6 +297,46 @@ void write_npy_f16(const std::filesystem::path& path, std::span<const int64_t> s
   for (size_t i = 0; i < values.size(); i++) h[i] = f32_to_f16(values[i]);
   write_npy(path, NpyDType::F16, shape,
             std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(h.data()), h.size() * 2));
+}
+
+NpyRowWriter::NpyRowWriter(const std::filesystem::path& path, NpyDType dtype, std::vector<int64_t> row_shape)
+    : path_(path), dtype_(dtype), row_shape_(std::move(row_shape)) {
+  row_bytes_ = npy_dtype_size(dtype_);
+  for (int64_t d : row_shape_) {
+    if (d < 0) throw Error("negative dimension in row shape " + shape_text(row_shape_), path.string());
+    row_bytes_ *= static_cast<uint64_t>(d);
+  }
+  // Room for the header of the largest row count a shape tuple can hold (16 digits).
+  std::vector<int64_t> widest{int64_t{1} << 50};
+  widest.insert(widest.end(), row_shape_.begin(), row_shape_.end());
+  std::vector<uint8_t> placeholder = padded_header(dtype_, widest, 0);
+  header_bytes_ = placeholder.size();
+  file_ = std::make_unique<AtomicFileWriter>(path);
+  file_->write(placeholder);
+}
+
+NpyRowWriter::~NpyRowWriter() = default;
+
+void NpyRowWriter::append(std::span<const uint8_t> rows) {
+  if (!file_) throw Error("internal: append after finish", path_.string());
+  if (row_bytes_ == 0 || rows.size() % row_bytes_ != 0)
+    throw Error("internal: " + std::to_string(rows.size()) + " bytes are not whole rows of " + std::to_string(row_bytes_), path_.string());
+  file_->write(rows);
+  rows_ += static_cast<int64_t>(rows.size() / row_bytes_);
+}
+
+void NpyRowWriter::append_f32(std::span<const float> rows) {
+  if (dtype_ != NpyDType::F32) throw Error("internal: f32 rows for a non-f32 array", path_.string());
+  append(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(rows.data()), rows.size() * 4));
+}
+
+void NpyRowWriter::finish() {
+  if (!file_) throw Error("internal: finish twice", path_.string());
+  std::vector<int64_t> shape{rows_};
+  shape.insert(shape.end(), row_shape_.begin(), row_shape_.end());
+  file_->write_at(0, padded_header(dtype_, shape, header_bytes_));
+  file_->commit();
+  file_.reset();
 }
 
 }  // namespace ember::formats

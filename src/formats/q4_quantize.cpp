@@ -74,6 +74,20 @@ float symmetric_block(const float* w, uint8_t* q) {
   return best_scale;
 }
 
+// Quantizes one block asymmetrically with step `s` (lo: the block's minimum, at most 0): fills
+// q[32] and *zp, returns the squared error of the dequantized block.
+float asymmetric_trial(const float* w, float lo, float s, uint8_t* q, uint8_t* zp) {
+  float z = std::clamp(std::nearbyint(-lo / s), 0.0f, 15.0f);
+  *zp = static_cast<uint8_t>(z);
+  float err = 0;
+  for (int i = 0; i < kBlock; i++) {
+    q[i] = static_cast<uint8_t>(std::clamp(std::nearbyint(w[i] / s) + z, 0.0f, 15.0f));
+    float d = (static_cast<float>(q[i]) - z) * s - w[i];  // as the dequantizer computes it
+    err += d * d;
+  }
+  return err;
+}
+
 // Quantizes one block asymmetrically; returns the scale, sets *zp.
 float asymmetric_block(const float* w, uint8_t* q, uint8_t* zp) {
   float lo = 0, hi = 0;  // the range always contains 0, so zp fits in 0..15
@@ -87,9 +101,19 @@ float asymmetric_block(const float* w, uint8_t* q, uint8_t* zp) {
     *zp = 0;
     return 0.0f;
   }
-  float z = std::clamp(std::nearbyint(-lo / s), 0.0f, 15.0f);
-  *zp = static_cast<uint8_t>(z);
-  for (int i = 0; i < kBlock; i++) q[i] = static_cast<uint8_t>(std::clamp(std::nearbyint(w[i] / s) + z, 0.0f, 15.0f));
+  if (asymmetric_trial(w, lo, s, q, zp) == 0) return s;
+  // A block already on a 4-bit grid (a dequantized pack packed again) can have a step one ulp
+  // from (hi - lo) / 15, through rounding in the dequantization and in that division: keep that
+  // grid when it reproduces the block exactly, so quantizing dequantized values is exact.
+  // Original weights are never exactly on a grid, so their quantization does not change.
+  for (float n : {std::nextafter(s, 0.0f), std::nextafter(s, INFINITY)}) {
+    uint8_t tq[kBlock], tz;
+    if (asymmetric_trial(w, lo, n, tq, &tz) == 0) {
+      std::memcpy(q, tq, kBlock);
+      *zp = tz;
+      return n;
+    }
+  }
   return s;
 }
 

@@ -11,6 +11,9 @@
 // |m| / 7 (no clipping). Bound: |w - deq| <= |m| / 8 for every element.
 // Asymmetric (head/embed), w = (q - zp) * scale: the range [min(lo, 0), max(hi, 0)] is split into
 // 15 steps, zp = round(-lo / scale). Bound: |w - deq| <= scale / 2 = (hi' - lo') / 30.
+// Quantizing dequantized values gives the same values back (what `ember dequant` then `ember
+// pack` relies on): symmetric scales m / -8 and fl(|m| / 7) survive the round trip exactly; an
+// asymmetric block on a grid whose step is one ulp from (hi - lo) / 15 keeps that step.
 // K-major (down.kquant): the transpose [cols][rows] quantized symmetrically.
 #pragma once
 
