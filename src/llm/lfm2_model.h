@@ -72,7 +72,7 @@ class Lfm2Model {
 
   void upload_step(uint32_t start, uint32_t rows) const;
   void record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk);
-  void record_head(gpu::Recorder& rec, uint32_t T);
+  void record_head(gpu::Recorder& rec, uint32_t T, bool decode = false);
   const Chunk& chunk_for(uint32_t T);
 
   const gpu::Device& device_;
@@ -92,7 +92,7 @@ class Lfm2Model {
   // Activations, [prefill_chunk] rows each (decode uses row 0).
   gpu::Buffer x_, h_, bcx_, qkv_, conv_y_, attn_, gu_, act_, x_last_, h_last_, chunk_ids_, cur_id_;
   gpu::BindGroup head_norm_;
-  kernels::Bound head_mv_, decode_embed_;
+  kernels::Bound head_mv_, decode_head_mv_, decode_embed_;
   gpu::Buffer logits_, tokens_, step_;
   std::vector<gpu::Buffer> conv_state_, k_cache_, v_cache_;  // per layer (empty where unused)
 };
