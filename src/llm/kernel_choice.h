@@ -30,6 +30,8 @@ struct KernelChoices {
   // `normFuse`, default on), and silu(gate) * up as the epilogue of the gate_up matvec.
   bool norm_fuse = true;
   bool gated_gate_up = true;
+  // Decode attention input: q/k norms, RoPE and the KV append as one dispatch (off with unfused).
+  bool qk_fuse = true;
   uint32_t padding = 0;                  // extra elements per KV row
   std::vector<formats::FlashOptimum> flash_optima;
   uint32_t flash_blocks = 1;

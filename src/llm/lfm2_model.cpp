@@ -13,6 +13,7 @@
 #include "kernels/matmul_q4.h"
 #include "kernels/matvec_q4.h"
 #include "kernels/mlp_q4.h"
+#include "kernels/qk_norm_rope_kv.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/step.h"
@@ -27,6 +28,7 @@ struct Lfm2Model::Ops {
   std::optional<kernels::RmsNorm> norm, q_norm, k_norm;
   std::optional<kernels::Rope> rope;
   std::optional<kernels::KvWrite> kv_write;
+  std::optional<kernels::QkNormRopeKv> qk_norm_rope_kv;  // decode with qk_fuse
   std::optional<kernels::AttentionDecode> attn_decode;
   std::optional<kernels::AttentionPrefill> attn_prefill;
   std::optional<kernels::ShortConv> conv_decode, conv_prefill;
@@ -44,6 +46,7 @@ struct Lfm2Model::Layer {
   kernels::Q4Matrix mix_in, mix_out, gate_up, down;  // mix: conv in/out_proj or attn qkv/o_proj
   std::string mix_in_key, mix_out_key;
   gpu::BindGroup op_norm, ffn_norm, q_norm, k_norm, rope, kv_write, attn_prefill, silu_mul;
+  gpu::BindGroup qk_norm_rope_kv;  // decode with qk_fuse
   kernels::AttentionDecode::Groups attn_decode;
   kernels::ShortConv::Groups conv_decode, conv_prefill;
   kernels::Bound mix_in_mv, mix_out_mv, gate_up_mv, down_mv;  // decode matvecs
@@ -113,6 +116,10 @@ void Lfm2Model::build() {
                                               .q_offset = 0, .k_stride = QKV, .k_offset = Q, .shared_qk = true});
   o.kv_write.emplace(kernels, kernels::KvWriteConfig{.kv_heads = u32(s.kv_heads), .head_dim = D, .padding = choices_.padding,
                                                      .k_stride = QKV, .k_offset = Q, .v_stride = QKV, .v_offset = Q + KV});
+  if (choices_.qk_fuse)
+    o.qk_norm_rope_kv.emplace(kernels, kernels::QkNormRopeKvConfig{.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D,
+                                                                   .padding = choices_.padding, .stride = QKV, .q_offset = 0, .k_offset = Q,
+                                                                   .v_offset = Q + KV, .eps = eps});
   kernels::AttentionConfig ac{.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D, .padding = choices_.padding,
                               .q_stride = QKV, .q_offset = 0, .subgroups = sg};
   o.attn_decode.emplace(kernels, ac);
@@ -224,6 +231,9 @@ void Lfm2Model::build() {
       layer.k_norm = o.k_norm->bind({&qkv_}, {&weights_->section(p + "attn.qkv.k_norm")});
       layer.rope = o.rope->bind({&qkv_}, {nullptr}, {&cos}, {&sin}, {&step_});
       layer.kv_write = o.kv_write->bind({&qkv_}, {&qkv_}, {&k_cache_[i]}, {&v_cache_[i]}, {&step_});
+      if (o.qk_norm_rope_kv)
+        layer.qk_norm_rope_kv = o.qk_norm_rope_kv->bind({&qkv_}, {&weights_->section(p + "attn.qkv.q_norm")}, {&weights_->section(p + "attn.qkv.k_norm")},
+                                                        {&cos}, {&sin}, {&k_cache_[i]}, {&v_cache_[i]}, {&step_});
       layer.attn_decode = o.attn_decode->bind({&qkv_}, {&k_cache_[i]}, {&v_cache_[i]}, {&attn_}, {&step_});
       layer.attn_prefill = o.attn_prefill->bind({&qkv_}, {&k_cache_[i]}, {&v_cache_[i]}, {&attn_}, {&step_});
     } else {
@@ -316,10 +326,14 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
     if (decode) o.matvec.at(l.mix_in_key).record(rec, l.mix_in_mv);
     else o.matmul.at(l.mix_in_key).record(rec, chunk->mix_in[i]);
     if (l.type == LayerType::Attention) {
-      o.q_norm->record(rec, l.q_norm, T);
-      o.k_norm->record(rec, l.k_norm, T);
-      o.rope->record(rec, l.rope, T);
-      o.kv_write->record(rec, l.kv_write, T);
+      if (decode && o.qk_norm_rope_kv) {
+        o.qk_norm_rope_kv->record(rec, l.qk_norm_rope_kv, T);
+      } else {
+        o.q_norm->record(rec, l.q_norm, T);
+        o.k_norm->record(rec, l.k_norm, T);
+        o.rope->record(rec, l.rope, T);
+        o.kv_write->record(rec, l.kv_write, T);
+      }
       if (decode) o.attn_decode->record(rec, l.attn_decode, choices_.blocks_for(position_ + 1));
       else o.attn_prefill->record(rec, l.attn_prefill, T);
     } else {
