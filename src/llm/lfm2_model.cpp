@@ -268,6 +268,8 @@ void Lfm2Model::build() {
 
 Lfm2Model::~Lfm2Model() = default;
 
+const kernels::MatvecQ4& Lfm2Model::decode_matvec(const std::string& shape_key) const { return ops_->matvec.at(shape_key); }
+
 uint64_t Lfm2Model::decode_weight_bytes() const {
   const auto& s = shape();
   uint64_t bytes = 0;

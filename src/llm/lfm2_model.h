@@ -15,6 +15,7 @@
 #include "gpu/kernel.h"
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
+#include "kernels/matvec_q4.h"
 #include "llm/kernel_choice.h"
 #include "llm/lfm2_weights.h"
 
@@ -57,6 +58,10 @@ class Lfm2Model {
   const gpu::Buffer& tokens() const { return tokens_; }  // u32 [capacity]: the sequence's ids
   const gpu::Device& device() const { return device_; }
   gpu::KernelCache& kernels() const { return kernels_; }
+
+  // The decode matvec of a matrix shape ("conv_in_proj", ..., "head") with its fusions (benchmarks
+  // attribute bytes to its label).
+  const kernels::MatvecQ4& decode_matvec(const std::string& shape_key) const;
 
   // Dispatches one decode step records (for benchmarks and floors).
   size_t decode_dispatches() const { return decode_dispatches_; }
