@@ -2,7 +2,8 @@
 # Runs on the lent GPU machine (see scripts/device_pack.sh): installs the Vulkan loader, makes sure
 # Dawn sees the real GPU (never Dawn's Null adapter), then runs the benchmarks given as arguments
 # ("gpu", "llm" = bench llm with the seed candidate, "tune" = ember tune then bench llm of the
-# tuned pack, "ss-flow") and prints a short table. Results go to $OUT when set.
+# tuned pack, "tune-mlp" = the same with --allow-mlp-pair (fused vs unfused MLP timed, the faster
+# kept: it names the down weight), "ss-flow") and prints a short table. Results go to $OUT when set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ember-out}
@@ -51,7 +52,7 @@ for what in "$@"; do
       # Seed shape, random weights; --gpu-fast as a trusted pack would run.
       ember bench ss-flow --synthetic --gpu-fast --json > "$OUT/bench_ss_flow.json" || echo "bench ss-flow failed" >&2
       python3 -c "import json,sys; j=json.load(open(sys.argv[1])); [print(k, {x: j[k][x] for x in j[k] if x != 'kernels'}) for k in ('forward_batch1','forward_batch2','sampling') if k in j]" "$OUT/bench_ss_flow.json" ;;
-    llm|tune)
+    llm|tune|tune-mlp)
       # A seed-000-shaped pack with random weights, its candidate the seed's unchanged (the
       # seed's runtime.json describes exactly the layout the packer writes for that shape).
       if [ ! -f /tmp/seed_pack/weights.bin ]; then
@@ -61,6 +62,12 @@ for what in "$@"; do
       if [ "$what" = llm ]; then
         ember bench llm --model /tmp/seed_pack --quiet --json > "$OUT/bench_llm_seed.json"
         ember bench llm --model /tmp/seed_pack --quiet --profile --repeats 1 --gen 64 | tee "$OUT/bench_llm_seed.txt"
+      elif [ "$what" = tune-mlp ]; then
+        rm -rf /tmp/tuned_mlp_pack && cp -r /tmp/seed_pack /tmp/tuned_mlp_pack
+        ember tune --model /tmp/tuned_mlp_pack --allow-mlp-pair --json > "$OUT/tune_mlp.json" 2> >(tee "$OUT/tune_mlp.err" >&2)
+        cp /tmp/tuned_mlp_pack/runtime.json "$OUT/tuned_mlp_runtime.json"
+        ember bench llm --model /tmp/tuned_mlp_pack --quiet --json > "$OUT/bench_llm_tuned_mlp.json"
+        ember bench llm --model /tmp/tuned_mlp_pack --quiet --profile --repeats 1 --gen 64 | tee "$OUT/bench_llm_tuned_mlp.txt"
       else
         rm -rf /tmp/tuned_pack && cp -r /tmp/seed_pack /tmp/tuned_pack
         ember tune --model /tmp/tuned_pack --json > "$OUT/tune.json" 2> >(tee "$OUT/tune.err" >&2)
