@@ -160,7 +160,9 @@ INSTANTIATE_TEST_SUITE_P(
                                      {"prefillMatmul", {{"mlp_down", {{"wgTokens", 4}, {"wgRows", 8}, {"kStep", 32}}},
                                                         {"mlp_gate_up", {{"wgTokens", 8}, {"wgRows", 2}, {"kStep", 8}}},
                                                         {"attn_qkv", {{"wgTokens", 2}, {"wgRows", 16}, {"kStep", 16}}},
-                                                        {"conv_in_proj", {{"wgTokens", 8}, {"wgRows", 8}, {"kStep", 16}, {"micro", 4}}}}}}}),
+                                                        {"conv_in_proj", {{"wgTokens", 8}, {"wgRows", 8}, {"kStep", 16}, {"micro", 4}}}}}}},
+                      CandidateCase{"norm_fuse_off", {{"normFuse", false}}},
+                      CandidateCase{"mlp_pair_norm_fuse_off", {{"mlpPair", true}, {"mlpSlices", 7}, {"mlpWorkgroup", 64}, {"normFuse", false}}}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Lfm2Engine, PromptLongerThanTheCacheIsAClearError) {
@@ -178,4 +180,26 @@ TEST(Lfm2Engine, PromptLongerThanTheCacheIsAClearError) {
 
 TEST(Lfm2Engine, SeedShapeMatchesReference) {
   check_against_reference(test::lfm2_test_pack("seed"), 20, 32, /*check_tokens=*/false);
+}
+
+// What a decode step costs in dispatches with the default fusions: embed and head (the head norm
+// fused in), per conv layer in_proj (op norm fused), conv, out_proj and 2 for the MLP (gated
+// gate_up + down, or fused MLP + fold), per attention layer qkv, qk_norm_rope_kv, attention (1
+// dispatch with one flash block, else 2), o_proj and the MLP's 2. The unfused reference path
+// records more.
+TEST(Lfm2Engine, DecodeDispatchCount) {
+  for (bool unfused : {false, true}) {
+    fs::path dir = fs::temp_directory_path() / "ember_dispatch_count" / std::to_string(getpid());
+    auto p = unfused ? test::with_candidate(test::lfm2_test_pack("tiny"), dir, {{"unfused", true}}) : test::lfm2_test_pack("tiny");
+    auto pk = formats::LlmPack::open(p);
+    llm::Lfm2Model m(test::test_device(), test::test_kernels(), pk, {.prefill_chunk = 8, .quiet = true});
+    m.prefill(prompt_ids(m.vocab(), 3, 1));
+    const uint32_t blocks = m.choices().blocks_for(m.position() + 1);
+    decode(m, 1);
+    size_t expected = 2;
+    for (auto t : pk.shape().layer_types) expected += t == formats::LayerType::Conv ? 5 : 5 + (blocks == 1 ? 1 : 2);
+    if (unfused) EXPECT_GT(m.decode_dispatches(), expected);
+    else EXPECT_EQ(m.decode_dispatches(), expected) << "blocks " << blocks;
+    fs::remove_all(dir);
+  }
 }

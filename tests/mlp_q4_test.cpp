@@ -6,6 +6,7 @@
 #include "gpu/recorder.h"
 #include "kernels/mlp_q4.h"
 #include "q4_gpu.h"
+#include "reference/llm_ops_reference.h"
 
 using namespace ember;
 
@@ -17,20 +18,24 @@ double run_mlp(uint32_t hidden, uint32_t ffn, const kernels::MlpConfig& geometry
   // down is [hidden][ffn]; the kernel reads its k-major copy [ffn][hidden].
   auto kquant = reference::quantize_q4_kmajor(test::random_floats(size_t(hidden) * ffn, seed + 1, 0.5f), hidden, ffn);
   auto h = test::random_floats(hidden, seed + 2);
-  auto x0 = test::random_floats(hidden, seed + 3);
+  auto x0 = test::random_floats(hidden, seed + 3, 3.0f);
+  auto norm_w = test::random_floats(hidden, seed + 4);
   auto down = reference::transpose(reference::dequantize_q4(kquant), ffn, hidden);
-  auto ref = reference::mlp(reference::dequantize_q4(gate_up), down, hidden, ffn, h);
+  // norm_input: the kernel reads the residual x itself and norms it (the ffn norm fused in).
+  auto input = geometry.norm_input ? reference::rmsnorm(x0, norm_w, 1, hidden, geometry.eps) : h;
+  auto ref = reference::mlp(reference::dequantize_q4(gate_up), down, hidden, ffn, input);
   for (uint32_t c = 0; c < hidden; c++) ref[c] += x0[c];
 
   auto gu = test::upload_q4(gate_up, "gate_up");
   auto kq = test::upload_q4(kquant, "kquant");
   gpu::Buffer hb = test::upload_floats(h, "h");
   gpu::Buffer xb = test::upload_floats(x0, "x");
+  gpu::Buffer nb = test::upload_floats(norm_w, "norm_w");
   kernels::MlpConfig cfg = geometry;
   cfg.hidden = hidden;
   cfg.ffn = ffn;
   kernels::MlpQ4 mlp(test::test_kernels(), cfg);
-  auto bound = mlp.bind(gu.matrix, kq.matrix, {&hb}, {&xb});
+  auto bound = cfg.norm_input ? mlp.bind(gu.matrix, kq.matrix, {&xb}, {&xb}, {&nb}) : mlp.bind(gu.matrix, kq.matrix, {&hb}, {&xb});
   gpu::Recorder rec(dev);
   mlp.record(rec, bound);
   rec.submit();
@@ -52,9 +57,29 @@ TEST(MlpQ4, MatchesReferenceOnAwkwardShapes) {
           << "hidden " << hidden << " ffn " << ffn << " wg " << g.workgroup_size << " slices " << g.slices;
 }
 
+// The ffn norm fused into the slice kernel (h is the residual x itself), with lane groups inside
+// and wider than lavapipe's subgroup, a workgroup that is not a power of two (the norm's tree),
+// and many slices (the fold sums over 16 lane rows of up to 117 partials).
+TEST(MlpQ4, NormInputAndManySlices) {
+  uint32_t seed = 400;
+  std::vector<kernels::MlpConfig> geometries{
+      {.slices = 3, .workgroup_size = 64, .lanes = 8, .norm_input = true},
+      {.slices = 7, .workgroup_size = 96, .lanes = 32, .norm_input = true},
+      {.slices = 5, .workgroup_size = 64, .lanes = 4, .norm_input = true, .reduction = kernels::Reduction::shared},
+      {.slices = 117, .workgroup_size = 128, .lanes = 32},
+      {.slices = 117, .workgroup_size = 128, .lanes = 8, .norm_input = true},
+  };
+  for (const auto& g : geometries)
+    for (auto [hidden, ffn] : std::vector<std::pair<uint32_t, uint32_t>>{{32, 7}, {96, 300}, {320, 130}})
+      EXPECT_LT(run_mlp(hidden, ffn, g, seed++), test::kF32Tolerance)
+          << "hidden " << hidden << " ffn " << ffn << " wg " << g.workgroup_size << " slices " << g.slices << " lanes " << g.lanes
+          << (g.norm_input ? " norm_input" : "");
+}
+
 // The seed's shape and mlpSlices 40 / mlpWorkgroup 1024.
 TEST(MlpQ4, SeedShape) {
   EXPECT_LT(run_mlp(1024, 2560, {.slices = 40, .workgroup_size = 1024, .lanes = 32}, 9), test::kF32Tolerance);
+  EXPECT_LT(run_mlp(1024, 2560, {.slices = 117, .workgroup_size = 128, .lanes = 32, .norm_input = true}, 10), test::kF32Tolerance);
 }
 
 TEST(MlpQ4, RejectsBadGeometryAndMatrices) {

@@ -14,6 +14,8 @@
 #include "llm/generator.h"
 #include "llm/kernel_choice.h"
 #include "llm/lfm2_model.h"
+#include "llm/lfm2_weights.h"
+#include "tune/check.h"
 #include "tune/llm_bench.h"
 #include "tune/tuner.h"
 
@@ -85,6 +87,11 @@ TEST(Tune, ShortBudgetWritesAValidRuntimeThatMatchesTheReference) {
   EXPECT_TRUE(c.flash);
   EXPECT_FALSE(r.table().empty());
   EXPECT_TRUE(r.to_json().contains("matvec"));
+  // The norm fusion phase ran last: what it measured agrees with norm + plain matvec; the decision
+  // is written only when every shape was measured (lavapipe may run out of this short budget).
+  ASSERT_TRUE(r.norm.has_value());
+  for (const auto& s : r.norm->shapes) EXPECT_FALSE(s.rejected) << s.key << " rel_l2 " << s.rel_l2;
+  EXPECT_EQ(c.extra.contains("normFuse"), !r.norm->budget_hit);
   expect_matches_reference(dir);
   fs::remove_all(dir);
 }
@@ -101,6 +108,37 @@ TEST(Tune, FusedMlpInputIsTunedAndKeepsKquantAsTheModel) {
   EXPECT_GT(pack.candidate().mlp_slices, 0);
   expect_matches_reference(dir);
   fs::remove_all(dir);
+}
+
+// The norm-fusion search on the tiny pack's norm-reading shapes, given the time to finish: every
+// fused matvec reproduces rmsnorm + plain matvec, is timed, and the decision follows the totals.
+TEST(Tune, NormFusionSearchMeasuresEveryShape) {
+  auto pack = formats::LlmPack::open(test::lfm2_test_pack("tiny"));
+  const auto& dev = test::test_device();
+  llm::Lfm2Weights weights(dev, pack);
+  tune::KernelTimer timer(dev, test::test_kernels(), 0, 2);
+  std::vector<tune::MatrixShape> shapes;
+  std::vector<tune::MatvecConfigChoice> configs;
+  std::vector<kernels::Q4Matrix> ws;
+  for (const auto& s : tune::matrix_shapes(pack.shape()))
+    if (s.key == "conv_in_proj" || s.key == "attn_qkv" || s.key == "head") {
+      shapes.push_back(s);
+      configs.push_back({kernels::Q4Variant::v3_both, {64, 8, 2, 1}});
+      ws.push_back(weights.matrix(s.prefix, s.rows, s.cols));
+    }
+  ASSERT_FALSE(shapes.empty());
+  auto r = tune::search_norm_fusion(test::test_kernels(), timer, shapes, configs, ws, float(pack.shape().eps()),
+                                    tune::Clock::now() + std::chrono::hours(1));
+  ASSERT_EQ(r.shapes.size(), shapes.size());
+  EXPECT_FALSE(r.budget_hit);
+  for (const auto& s : r.shapes) {
+    EXPECT_FALSE(s.rejected) << s.key << " rel_l2 " << s.rel_l2;
+    EXPECT_LE(s.rel_l2, tune::kRejectRelL2) << s.key;
+    EXPECT_GT(s.fused_us, 0) << s.key;
+    EXPECT_GT(s.separate_us, 0) << s.key;
+  }
+  EXPECT_EQ(r.norm_fuse, r.fused_total_us <= r.separate_total_us);
+  EXPECT_TRUE(r.to_json().contains("normFuse"));
 }
 
 TEST(Tune, CandidateTunedOnAnotherAdapterSaysSo) {

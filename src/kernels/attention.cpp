@@ -35,6 +35,8 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
   gpu::KernelKey key{.file = "attention_decode.wgsl", .constants = {{"WG", wg}, {"MAXD", config_.head_dim}}};
   if (config_.subgroups) key.defines.insert("SUBGROUPS");
   partials_kernel_ = &kernels.get(key);
+  key.defines.insert("DIRECT");
+  direct_kernel_ = &kernels.get(key);
   combine_kernel_ = &kernels.get({.file = "attention_combine.wgsl", .constants = {{"WG", 64}}});
   params_ = kernels.device().create_uniform(params_of(config_), "attention params");
   partials_ = kernels.device().create_storage(
@@ -44,13 +46,18 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
 AttentionDecode::Groups AttentionDecode::bind(gpu::Binding q, gpu::Binding k_cache, gpu::Binding v_cache,
                                               gpu::Binding out, gpu::Binding step) const {
   return {kernels_.bind(*partials_kernel_, {q, k_cache, v_cache, {&partials_}, {&params_}, step}),
-          kernels_.bind(*combine_kernel_, {{&partials_}, out, {&params_}})};
+          kernels_.bind(*combine_kernel_, {{&partials_}, out, {&params_}}),
+          kernels_.bind(*direct_kernel_, {q, k_cache, v_cache, out, {&params_}, step})};
 }
 
 void AttentionDecode::record(gpu::Recorder& rec, const Groups& groups, uint32_t blocks) const {
   if (blocks == 0 || blocks > config_.max_blocks)
     throw Error("block count " + std::to_string(blocks) + " outside 1.." + std::to_string(config_.max_blocks),
                 "AttentionDecode::record", "raise max_blocks in the config");
+  if (blocks == 1) {  // nothing to merge: one dispatch writes the output
+    rec.dispatch(*direct_kernel_, groups.direct, 1, config_.heads);
+    return;
+  }
   rec.dispatch(*partials_kernel_, groups.partials, blocks, config_.heads);
   rec.dispatch(*combine_kernel_, groups.combine, blocks, config_.heads);
 }

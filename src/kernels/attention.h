@@ -1,6 +1,7 @@
 // GQA attention over the KV cache (layout of kv_write.h: [positions][kv_heads][head_dim + padding]).
 //   AttentionDecode: one query token, flash-decoding (attention_decode.wgsl + attention_combine.wgsl);
-//     L = StepParams.start + 1; the block count B is a record() argument (no new bind groups).
+//     L = StepParams.start + 1; the block count B is a record() argument (no new bind groups);
+//     B = 1 is one dispatch (attention_decode.wgsl DIRECT writes the output, no combine).
 //   AttentionPrefill: T causal queries at StepParams.start + t, tiled (attention_prefill.wgsl);
 //     T is read from StepParams.rows, which must equal record()'s T.
 #pragma once
@@ -35,7 +36,7 @@ class AttentionDecode {
  public:
   AttentionDecode(gpu::KernelCache& kernels, const AttentionConfig& config);
   struct Groups {
-    gpu::BindGroup partials, combine;
+    gpu::BindGroup partials, combine, direct;  // direct: the one-block kernel (B = 1, no combine)
   };
   // q: the token's queries ([heads][head_dim] at q_offset); out: dense [heads][head_dim];
   // step: StepParams with start = the token's position (its k/v already written to the cache).
@@ -47,6 +48,7 @@ class AttentionDecode {
   AttentionConfig config_;
   const gpu::Kernel* partials_kernel_;
   const gpu::Kernel* combine_kernel_;
+  const gpu::Kernel* direct_kernel_;
   gpu::Buffer params_, partials_;
 };
 

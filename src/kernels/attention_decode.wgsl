@@ -7,6 +7,8 @@
 // Cache layout [positions][kv_heads][row] (kv_write.wgsl). Needs head_dim <= 4 * WG.
 //   SUBGROUPS: scores by subgroup dot products, max/sum by subgroup reductions (reduce.wgsl);
 //   otherwise one invocation per key and shared-memory trees.
+//   DIRECT: one block (B = 1) needs no merge: binding 3 is the output [heads][head_dim] and
+//   workgroup h writes acc / l there (no attention_combine dispatch).
 #if SUBGROUPS
 enable subgroups;
 #endif
@@ -104,6 +106,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     workgroupBarrier();  // weights[] is rewritten by the next tile
   }
 
+#if DIRECT
+  for (var k = 0u; k < DIMS_PER_THREAD; k++) {
+    let d = li + k * WG;
+    if (d < D) { partials[h * D + d] = acc[k] / l; }
+  }
+#else
   let out = (h * blocks + wg.x) * (D + 2u);
   if (li == 0u) {
     partials[out] = m;
@@ -113,4 +121,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     let d = li + k * WG;
     if (d < D) { partials[out + 2u + d] = acc[k]; }
   }
+#endif
 }

@@ -9,11 +9,12 @@ namespace {
 
 // Mirrors `Params` in matvec_q4.wgsl.
 struct MatvecParams {
-  uint32_t rows, cols, blocks, pad;
+  uint32_t rows, cols, blocks;
+  float eps;
 };
 static_assert(sizeof(MatvecParams) == 16);
 
-void check_geometry(const MatvecGeometry& g, const gpu::Device& device, const std::string& where) {
+void check_geometry(const MatvecGeometry& g, bool gated, const gpu::Device& device, const std::string& where) {
   const uint32_t lanes = g.subgroup_size * g.subgroups_per_row;
   auto fail = [&](const std::string& what, const std::string& fix) { throw Error(what, where, fix); };
   if (g.workgroup_size == 0 || g.subgroup_size == 0 || g.subgroups_per_row == 0 || g.rows_per_subgroup == 0)
@@ -30,9 +31,9 @@ void check_geometry(const MatvecGeometry& g, const gpu::Device& device, const st
     fail("workgroupSize " + std::to_string(g.workgroup_size) + " exceeds this device's limit of " +
              std::to_string(lim.maxComputeInvocationsPerWorkgroup) + " invocations",
          "use a smaller workgroupSize");
-  uint64_t shared = uint64_t(g.workgroup_size) * g.rows_per_subgroup * 4;
+  uint64_t shared = uint64_t(g.workgroup_size) * g.rows_per_subgroup * (gated ? 2 : 1) * 4;
   if (shared > lim.maxComputeWorkgroupStorageSize)
-    fail("workgroupSize * rowsPerSubgroup needs " + std::to_string(shared) + " bytes of workgroup memory, above the device's " +
+    fail(std::string(gated ? "2 * " : "") + "workgroupSize * rowsPerSubgroup needs " + std::to_string(shared) + " bytes of workgroup memory, above the device's " +
              std::to_string(lim.maxComputeWorkgroupStorageSize),
          "lower workgroupSize or rowsPerSubgroup");
 }
@@ -45,7 +46,11 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
   if (config.rows == 0 || config.cols == 0 || config.cols % 32 != 0)
     throw Error("shape " + std::to_string(config.rows) + "x" + std::to_string(config.cols) + " is not supported", where,
                 "rows >= 1 and cols a positive multiple of 32");
-  check_geometry(config.geometry, device, where);
+  if (config.gated && config.mode == OutputMode::accumulate)
+    throw Error("a gated matvec cannot accumulate", where, "use overwrite mode for the gate_up matvec");
+  if (config.gated && config.asymmetric) throw Error("a gated matvec has no zero points", where, "use a symmetric gate_up matrix");
+  if (config.norm_input && !(config.eps > 0)) throw Error("norm epsilon " + std::to_string(config.eps) + " is not positive", where, "pass the model's normEps");
+  check_geometry(config.geometry, config.gated, device, where);
   const MatvecGeometry& g = config.geometry;
   gpu::KernelKey key{.file = "matvec_q4.wgsl",
                      .constants = {{"WG", g.workgroup_size},
@@ -55,6 +60,8 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
   if (config.variant == Q4Variant::v3_both) key.defines.insert("V3_BOTH");
   if (config.asymmetric) key.defines.insert("ASYMMETRIC");
   if (config.mode == OutputMode::accumulate) key.defines.insert("ACCUMULATE");
+  if (config.gated) key.defines.insert("GATED");
+  if (config.norm_input) key.defines.insert("NORM_INPUT");
   if (use_subgroups(device, config.reduction, where)) key.defines.insert("SUBGROUPS");
   kernel_ = &kernels.get(key);
   uint32_t max_dim = config.max_workgroups_per_dim ? config.max_workgroups_per_dim : device.limits().maxComputeWorkgroupsPerDimension;
@@ -62,15 +69,18 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
   grid_ = split_grid((uint64_t(config.rows) + per_wg - 1) / per_wg, max_dim, where);
 }
 
-Bound MatvecQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y) const {
+Bound MatvecQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Binding norm_weight) const {
   const std::string where = kernel_->label();
-  check_q4_matrix(w, config_.rows, config_.cols, config_.asymmetric, where);
+  check_q4_matrix(w, config_.gated ? 2 * config_.rows : config_.rows, config_.cols, config_.asymmetric, where);
+  if (config_.norm_input) require_binding(norm_weight, uint64_t(config_.cols) * 4, "norm weight", where);
+  else if (norm_weight.buffer) throw Error("a norm weight was bound to a matvec without norm_input", where, "set MatvecConfig::norm_input");
   require_binding(x, uint64_t(config_.cols) * 4, "x", where);
   require_binding(y, uint64_t(config_.rows) * 4, "y", where);
   Bound b;
-  b.params = kernels_.device().create_uniform(MatvecParams{config_.rows, config_.cols, config_.cols / 32, 0}, "matvec_q4 params");
+  b.params = kernels_.device().create_uniform(MatvecParams{config_.rows, config_.cols, config_.cols / 32, config_.eps}, "matvec_q4 params");
   std::vector<gpu::Binding> bindings{w.quant, w.scales, x, y, {&b.params}};
   if (config_.asymmetric) bindings.push_back(w.zero_points);
+  if (config_.norm_input) bindings.push_back(norm_weight);
   b.group = kernels_.bind(*kernel_, bindings);
   b.groups_x = grid_.x;
   b.groups_y = grid_.y;

@@ -24,6 +24,13 @@ struct MatvecConfig {
   Q4Variant variant = Q4Variant::carried;
   MatvecGeometry geometry;
   OutputMode mode = OutputMode::overwrite;
+  // Gated output (the MLP's gate_up with silu * up fused in): W is [2 * rows][cols], gate rows
+  // then up rows, and y[r] = silu(W[r] x) * (W[rows + r] x). Overwrite mode only.
+  bool gated = false;
+  // Input prologue: the matvec reads rmsnorm(x) * norm_weight (f32 [cols], bound by bind) instead
+  // of x; every workgroup computes the norm of x itself, so no norm dispatch is needed.
+  bool norm_input = false;
+  float eps = 1e-5f;  // norm_input's epsilon
   Reduction reduction = Reduction::best;
   uint32_t max_workgroups_per_dim = 0;  // 0: the device's limit (tests lower it to reach 2D grids)
 };
@@ -33,9 +40,10 @@ class MatvecQ4 {
   // Validates the config (throws ember::Error) and compiles the kernel once through the cache.
   MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config);
 
-  // Binds W, x [cols] f32 and y [rows] f32 (read as well as written in accumulate mode). Create
-  // once per tensor and reuse for every token.
-  Bound bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y) const;
+  // Binds W ([2 * rows][cols] when gated), x [cols] f32 and y [rows] f32 (read as well as written
+  // in accumulate mode); norm_weight [cols] f32 with norm_input (and only then). Create once per
+  // tensor and reuse for every token.
+  Bound bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Binding norm_weight = {}) const;
   void record(gpu::Recorder& rec, const Bound& bound) const;
 
   const gpu::Kernel& kernel() const { return *kernel_; }

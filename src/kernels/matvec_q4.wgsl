@@ -13,6 +13,10 @@
 //   ASYMMETRIC   zero points (binding 5): w = (q - zp) * scale (the head); else (q - 8) * scale.
 //   ACCUMULATE   y += W x (residual add) instead of y = W x.
 //   SUBGROUPS    subgroup reduction; otherwise workgroup memory only (no optional feature).
+//   GATED        W is [2 * rows][cols] (gate rows, then up rows) and y[r] = silu(gate_r . x) *
+//                (up_r . x): each lane group also computes the RPS up rows of its gate rows.
+//   NORM_INPUT   x is used as rmsnorm(x) * norm_w (eps in Params): every workgroup first sums
+//                x^2 over all cols (cheap next to the matrix), then scales x while loading it.
 #if SUBGROUPS
 enable subgroups;
 #endif
@@ -21,7 +25,7 @@ struct Params {
   rows: u32,
   cols: u32,
   blocks: u32,  // cols / 32
-  pad: u32,
+  eps: f32,     // NORM_INPUT
 }
 
 #if V3_BOTH
@@ -40,31 +44,85 @@ struct Params {
 #if ASYMMETRIC
 @group(0) @binding(5) var<storage, read> zero_points: array<u32>;
 #endif
+#if NORM_INPUT
+#if ASYMMETRIC
+@group(0) @binding(6) var<storage, read> norm_w: array<vec4<f32>>;
+#else
+@group(0) @binding(5) var<storage, read> norm_w: array<vec4<f32>>;
+#endif
+#endif
 
 override WG: u32 = 256u;  // workgroupSize
 override SG: u32 = 32u;   // subgroupSize (logical lane-group width)
 override RPS: u32 = 1u;   // rowsPerSubgroup, at most MAX_RPS
 override SPR: u32 = 1u;   // subgroupsPerRow
 override L: u32 = SG * SPR;  // lanes per row group: a power of two dividing WG
-const MAX_RPS = 8u;
+#if GATED
+override NR: u32 = 2u * RPS;  // rows each lane group reduces: RPS gate rows, then their up rows
+const MAX_NR = 16u;
+#else
+override NR: u32 = RPS;
+const MAX_NR = 8u;
+#endif
 
 #include "q4_block.wgsl"
 
-// One partial per (row of the group, lane): WG * RPS floats (checked against the limit in C++).
-var<workgroup> partials: array<f32, WG * RPS>;
+// One partial per (row of the group, lane): WG * NR floats (checked against the limit in C++).
+var<workgroup> partials: array<f32, WG * NR>;
+
+fn x4(i: u32) -> vec4<f32> {
+#if V3_BOTH
+  return x[i];
+#else
+  return vec4<f32>(x[4u * i], x[4u * i + 1u], x[4u * i + 2u], x[4u * i + 3u]);
+#endif
+}
+
+#if NORM_INPUT
+var<private> norm_scale: f32;
+
+// rsqrt(mean(x^2) + eps) over the whole input, by every workgroup for itself. The tree works
+// for any WG (odd counts carry their last element); the loop bounds are uniform.
+fn input_norm_scale(li: u32) -> f32 {
+  var ss = 0.0;
+  for (var i = li; i < p.cols / 4u; i += WG) {
+    let v = x4(i);
+    ss += dot(v, v);
+  }
+  partials[li] = ss;
+  workgroupBarrier();
+  for (var n = WG; n > 1u; n = (n + 1u) / 2u) {
+    let half = (n + 1u) / 2u;
+    if (li + half < n) { partials[li] += partials[li + half]; }
+    workgroupBarrier();
+  }
+  let total = partials[0];
+  workgroupBarrier();  // partials is reused by the reduction below
+  return inverseSqrt(total / f32(p.cols) + p.eps);
+}
+#endif
 
 fn load_x_block(b: u32) -> array<vec4<f32>, 8> {
   var xs: array<vec4<f32>, 8>;
   for (var j = 0u; j < 8u; j++) {
-#if V3_BOTH
-    xs[j] = x[b * 8u + j];
+#if NORM_INPUT
+    xs[j] = x4(b * 8u + j) * norm_scale * norm_w[b * 8u + j];
 #else
-    let i = b * 32u + 4u * j;
-    xs[j] = vec4<f32>(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
+    xs[j] = x4(b * 8u + j);
 #endif
   }
   return xs;
 }
+
+// Weight row of the group's j-th reduced row (GATED: the up rows follow all gate rows).
+fn weight_row(row0: u32, j: u32) -> u32 {
+#if GATED
+  if (j >= RPS) { return p.rows + row0 + j - RPS; }
+#endif
+  return row0 + j;
+}
+
+fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
 
 fn load_w_block(r: u32, b: u32) -> vec4<u32> {
   let blk = r * p.blocks + b;
@@ -98,13 +156,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let group = li / L;
   let lane = li % L;
   let row0 = (wg_index * (WG / L) + group) * RPS;
+#if NORM_INPUT
+  norm_scale = input_norm_scale(li);
+#endif
 
-  var acc: array<f32, MAX_RPS>;
+  var acc: array<f32, MAX_NR>;
   for (var b = lane; b < p.blocks; b += L) {
     let xs = load_x_block(b);
-    for (var j = 0u; j < RPS; j++) {
-      let r = row0 + j;
-      if (r < p.rows) {
+    for (var j = 0u; j < NR; j++) {
+      if (row0 + (j % RPS) < p.rows) {
+        let r = weight_row(row0, j);
         acc[j] += scales[r * p.blocks + b] * q4_block_dot(load_w_block(r, b), xs, block_zero(r, b));
       }
     }
@@ -115,7 +176,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   // spans whole subgroups, a butterfly over the low lanes when several groups share a subgroup.
   // Then one partial per w lanes goes to workgroup memory (L / w of them per group).
   let w = min(L, sg_size);
-  for (var j = 0u; j < RPS; j++) {
+  for (var j = 0u; j < NR; j++) {
     var s = acc[j];
     if (w == sg_size) {
       s = subgroupAdd(s);
@@ -129,24 +190,35 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (lane < RPS) {
     var total = 0.0;
     for (var i = 0u; i < per_group; i++) { total += partials[lane * WG + group * per_group + i]; }
+#if GATED
+    var up = 0.0;
+    for (var i = 0u; i < per_group; i++) { up += partials[(lane + RPS) * WG + group * per_group + i]; }
+#endif
 #else
-  for (var j = 0u; j < RPS; j++) { partials[j * WG + li] = acc[j]; }
+  for (var j = 0u; j < NR; j++) { partials[j * WG + li] = acc[j]; }
   workgroupBarrier();
   for (var stride = L / 2u; stride > 0u; stride >>= 1u) {
     if (lane < stride) {
-      for (var j = 0u; j < RPS; j++) { partials[j * WG + li] += partials[j * WG + li + stride]; }
+      for (var j = 0u; j < NR; j++) { partials[j * WG + li] += partials[j * WG + li + stride]; }
     }
     workgroupBarrier();
   }
   if (lane < RPS) {
     let total = partials[lane * WG + group * L];
+#if GATED
+    let up = partials[(lane + RPS) * WG + group * L];
+#endif
 #endif
     let r = row0 + lane;
     if (r < p.rows) {
+#if GATED
+      y[r] = silu(total) * up;
+#else
 #if ACCUMULATE
       y[r] += total;
 #else
       y[r] = total;
+#endif
 #endif
     }
   }

@@ -15,6 +15,10 @@ struct MlpConfig {
   uint32_t slices = 40;          // mlpSlices: workgroups, each ceil(ffn / slices) ffn rows
   uint32_t workgroup_size = 256; // mlpWorkgroup
   uint32_t lanes = 32;           // lanes per gate/up dot product: a power of two dividing workgroup_size
+  // Input prologue: h is the un-normed residual, used as rmsnorm(h) * norm_weight (the ffn norm
+  // fused in; every workgroup computes the norm itself).
+  bool norm_input = false;
+  float eps = 1e-5f;
   Reduction reduction = Reduction::best;
 };
 
@@ -30,8 +34,9 @@ class MlpQ4 {
   MlpQ4(gpu::KernelCache& kernels, const MlpConfig& config);
 
   // gate_up [2 * ffn][hidden], kquant [ffn][hidden] (symmetric, k-major), h [hidden] f32 (the
-  // normed input), x [hidden] f32 (the residual, added into).
-  MlpBound bind(const Q4Matrix& gate_up, const Q4Matrix& kquant, gpu::Binding h, gpu::Binding x) const;
+  // normed input; with norm_input the un-normed one, normed with norm_weight [hidden] f32), x
+  // [hidden] f32 (the residual, added into; may be the buffer h is with norm_input).
+  MlpBound bind(const Q4Matrix& gate_up, const Q4Matrix& kquant, gpu::Binding h, gpu::Binding x, gpu::Binding norm_weight = {}) const;
   void record(gpu::Recorder& rec, const MlpBound& bound) const;
 
   uint32_t partial_count() const { return partial_count_; }

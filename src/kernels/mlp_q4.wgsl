@@ -8,6 +8,13 @@
 // Phase 1: lane groups of L lanes each reduce one gate/up dot product at a time (subgroup or
 // workgroup-memory reduction, as in matvec_q4.wgsl). Phase 2: lane (word w, part j) accumulates
 // 8 hidden outputs over its share of the slice's kquant rows; reads are consecutive across lanes.
+//
+// Options (preprocessor):
+//   SUBGROUPS          subgroup reductions (else workgroup memory only).
+//   LANES_IN_SUBGROUP  L is at most the adapter's smallest subgroup size: a dot product is summed
+//                      by a butterfly inside the subgroup, so phase 1 has no barrier per round.
+//   NORM_INPUT         h is the un-normed residual: used as rmsnorm(h) * norm_w (eps in Params),
+//                      the norm computed by every workgroup for itself (the ffn norm fused in).
 #if SUBGROUPS
 enable subgroups;
 #endif
@@ -16,7 +23,7 @@ struct Params {
   hidden: u32,
   ffn: u32,
   hblocks: u32,  // hidden / 32
-  pad: u32,
+  eps: f32,      // NORM_INPUT
 }
 
 @group(0) @binding(0) var<storage, read> gu_q: array<vec4<u32>>;   // one vec4 per 32-block
@@ -26,6 +33,9 @@ struct Params {
 @group(0) @binding(4) var<storage, read> h: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> partials: array<vec4<f32>>;
 @group(0) @binding(6) var<uniform> p: Params;
+#if NORM_INPUT
+@group(0) @binding(7) var<storage, read> norm_w: array<vec4<f32>>;
+#endif
 
 override WG: u32 = 256u;
 override L: u32 = 32u;       // lanes per dot product: a power of two dividing WG
@@ -71,6 +81,27 @@ fn group_sum(v: f32, li: u32, sg_size: u32) -> f32 {
 
 fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
 
+#if NORM_INPUT
+// rsqrt(mean(h^2) + eps) over the whole input; the tree works for any WG.
+fn input_norm_scale(li: u32) -> f32 {
+  var ss = 0.0;
+  for (var i = li; i < p.hidden / 4u; i += WG) {
+    let v = h[i];
+    ss += dot(v, v);
+  }
+  red[li] = ss;
+  workgroupBarrier();
+  for (var n = WG; n > 1u; n = (n + 1u) / 2u) {
+    let half = (n + 1u) / 2u;
+    if (li + half < n) { red[li] += red[li + half]; }
+    workgroupBarrier();
+  }
+  let total = red[0];
+  workgroupBarrier();  // red is reused by phase 1
+  return inverseSqrt(total / f32(p.hidden) + p.eps);
+}
+#endif
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
         @builtin(local_invocation_index) li: u32,
@@ -87,6 +118,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let group = li / L;
   let lane = li % L;
 
+#if NORM_INPUT
+  let scale = input_norm_scale(li);
+#endif
+
   // Phase 1: 2n dot products, `groups` at a time (the trip count is uniform: PER, not n).
   for (var base = 0u; base < 2u * PER; base += groups) {
     let j = base + group;
@@ -95,11 +130,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
       let row = select(p.ffn + k0 + (j - n), k0 + j, j < n);
       for (var b = lane; b < p.hblocks; b += L) {
         var xs: array<vec4<f32>, 8>;
+#if NORM_INPUT
+        for (var e = 0u; e < 8u; e++) { xs[e] = h[b * 8u + e] * scale * norm_w[b * 8u + e]; }
+#else
         for (var e = 0u; e < 8u; e++) { xs[e] = h[b * 8u + e]; }
+#endif
         acc += gu_scales[row * p.hblocks + b] * q4_block_dot(gu_q[row * p.hblocks + b], xs, 8.0);
       }
     }
+#if LANES_IN_SUBGROUP
+    var total = acc;
+    for (var off = 1u; off < L; off <<= 1u) { total += subgroupShuffleXor(total, off); }
+#else
     let total = group_sum(acc, li, sg_size);
+#endif
     if (lane == 0u && j < 2u * n) { gu[j] = total; }
   }
   workgroupBarrier();

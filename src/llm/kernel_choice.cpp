@@ -74,6 +74,10 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
   k.unfused = c.unfused;
   k.subgroups = device.has_subgroups();
   k.conv_fuse = c.conv_fuse || c.unfused;
+  k.norm_fuse = !c.unfused;
+  if (auto it = c.extra.find("normFuse"); it != c.extra.end() && it->is_boolean()) k.norm_fuse = k.norm_fuse && it->get<bool>();
+  k.gated_gate_up = !c.unfused;
+  k.qk_fuse = !c.unfused;
   k.padding = static_cast<uint32_t>(std::max<int64_t>(0, c.padding));
   k.flash_optima = rt.flash_optima;
   k.flash_blocks = static_cast<uint32_t>(std::max<int64_t>(1, c.flash ? c.flash_blocks : 1));

@@ -29,6 +29,13 @@ struct KernelChoices {
   uint32_t mlp_slices = 40, mlp_workgroup = 256;
   bool subgroups = false;                // subgroup reductions in norms/attention
   bool conv_fuse = true;
+  // Decode fusions (all off with `unfused`, the reference path): the op, ffn and head RMSNorms
+  // computed in the prologue of the matvec / fused MLP that reads them (candidate extra key
+  // `normFuse`, default on), and silu(gate) * up as the epilogue of the gate_up matvec.
+  bool norm_fuse = true;
+  bool gated_gate_up = true;
+  // Decode attention input: q/k norms, RoPE and the KV append as one dispatch (off with unfused).
+  bool qk_fuse = true;
   uint32_t padding = 0;                  // extra elements per KV row
   std::vector<formats::FlashOptimum> flash_optima;
   uint32_t flash_blocks = 1;

@@ -13,6 +13,7 @@
 #include "kernels/matmul_q4.h"
 #include "kernels/matvec_q4.h"
 #include "kernels/mlp_q4.h"
+#include "kernels/qk_norm_rope_kv.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/step.h"
@@ -27,13 +28,14 @@ struct Lfm2Model::Ops {
   std::optional<kernels::RmsNorm> norm, q_norm, k_norm;
   std::optional<kernels::Rope> rope;
   std::optional<kernels::KvWrite> kv_write;
+  std::optional<kernels::QkNormRopeKv> qk_norm_rope_kv;  // decode with qk_fuse
   std::optional<kernels::AttentionDecode> attn_decode;
   std::optional<kernels::AttentionPrefill> attn_prefill;
   std::optional<kernels::ShortConv> conv_decode, conv_prefill;
   std::optional<kernels::SiluMul> silu_mul;
   std::optional<kernels::EmbedQ4> embed;
-  std::optional<kernels::MlpQ4> mlp;
-  std::map<std::string, kernels::MatvecQ4> matvec;   // by shape key
+  std::optional<kernels::MlpQ4> mlp;  // decode under mlp_pair; the ffn norm fused in where norm_fuse
+  std::map<std::string, kernels::MatvecQ4> matvec;   // by shape key (decode; the norm/gate fusions applied)
   std::map<std::string, kernels::MatmulQ4> matmul;   // by shape key (prefill)
 };
 
@@ -44,9 +46,11 @@ struct Lfm2Model::Layer {
   kernels::Q4Matrix mix_in, mix_out, gate_up, down;  // mix: conv in/out_proj or attn qkv/o_proj
   std::string mix_in_key, mix_out_key;
   gpu::BindGroup op_norm, ffn_norm, q_norm, k_norm, rope, kv_write, attn_prefill, silu_mul;
+  gpu::BindGroup qk_norm_rope_kv;  // decode with qk_fuse
   kernels::AttentionDecode::Groups attn_decode;
   kernels::ShortConv::Groups conv_decode, conv_prefill;
   kernels::Bound mix_in_mv, mix_out_mv, gate_up_mv, down_mv;  // decode matvecs
+  bool decode_norm_fused = false;                           // mix_in_mv / gate_up_mv / mlp read x itself
   kernels::MlpBound mlp;                                     // decode fused MLP (mlp_pair)
 };
 
@@ -111,6 +115,10 @@ void Lfm2Model::build() {
                                               .q_offset = 0, .k_stride = QKV, .k_offset = Q, .shared_qk = true});
   o.kv_write.emplace(kernels, kernels::KvWriteConfig{.kv_heads = u32(s.kv_heads), .head_dim = D, .padding = choices_.padding,
                                                      .k_stride = QKV, .k_offset = Q, .v_stride = QKV, .v_offset = Q + KV});
+  if (choices_.qk_fuse)
+    o.qk_norm_rope_kv.emplace(kernels, kernels::QkNormRopeKvConfig{.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D,
+                                                                   .padding = choices_.padding, .stride = QKV, .q_offset = 0, .k_offset = Q,
+                                                                   .v_offset = Q + KV, .eps = eps});
   kernels::AttentionConfig ac{.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D, .padding = choices_.padding,
                               .q_stride = QKV, .q_offset = 0, .subgroups = sg};
   o.attn_decode.emplace(kernels, ac);
@@ -119,32 +127,52 @@ void Lfm2Model::build() {
   o.conv_prefill.emplace(kernels, kernels::ConvConfig{.hidden = H, .fused = false});
   o.silu_mul.emplace(kernels, kernels::SiluMulConfig{.ffn = F});
   o.embed.emplace(kernels, kernels::EmbedConfig{.rows = V, .cols = H, .asymmetric = weights_->has("embed.zero_points")});
-  if (choices_.mlp_pair)
-    o.mlp.emplace(kernels, kernels::MlpConfig{.hidden = H, .ffn = F, .slices = choices_.mlp_slices, .workgroup_size = choices_.mlp_workgroup});
+  if (choices_.mlp_pair) {
+    o.mlp.emplace(kernels, kernels::MlpConfig{.hidden = H, .ffn = F, .slices = choices_.mlp_slices, .workgroup_size = choices_.mlp_workgroup,
+                                              .norm_input = choices_.norm_fuse, .eps = eps});
+  }
 
   struct MatShape {
     const char* key;
     uint32_t rows, cols;
     OutputMode mode;
     bool asymmetric;
+    bool reads_norm;  // its input is a norm of x: the decode matvec can compute it (norm_fuse)
   };
-  const MatShape mats[] = {{"conv_in_proj", 3 * H, H, OutputMode::overwrite, false},
-                           {"conv_out_proj", H, H, OutputMode::accumulate, false},
-                           {"attn_qkv", QKV, H, OutputMode::overwrite, false},
-                           {"attn_o_proj", H, Q, OutputMode::accumulate, false},
-                           {"mlp_gate_up", 2 * F, H, OutputMode::overwrite, false},
-                           {"mlp_down", H, F, OutputMode::accumulate, false},
-                           {"head", V, H, OutputMode::overwrite, true}};
+  const MatShape mats[] = {{"conv_in_proj", 3 * H, H, OutputMode::overwrite, false, true},
+                           {"conv_out_proj", H, H, OutputMode::accumulate, false, false},
+                           {"attn_qkv", QKV, H, OutputMode::overwrite, false, true},
+                           {"attn_o_proj", H, Q, OutputMode::accumulate, false, false},
+                           {"mlp_gate_up", 2 * F, H, OutputMode::overwrite, false, true},
+                           {"mlp_down", H, F, OutputMode::accumulate, false, false},
+                           {"head", V, H, OutputMode::overwrite, true, true}};
+  bool gated = false;
   for (const auto& m : mats) {
     const auto& mv = choices_.matvec_for(m.key);
-    o.matvec.emplace(m.key, kernels::MatvecQ4(kernels, kernels::MatvecConfig{.rows = m.rows, .cols = m.cols, .asymmetric = m.asymmetric,
-                                                                              .variant = mv.variant, .geometry = mv.geometry, .mode = m.mode}));
+    kernels::MatvecConfig mc{.rows = m.rows, .cols = m.cols, .asymmetric = m.asymmetric, .variant = mv.variant, .geometry = mv.geometry, .mode = m.mode};
+    mc.norm_input = m.reads_norm && choices_.norm_fuse;
+    mc.eps = eps;
+    if (std::string(m.key) == "mlp_gate_up" && choices_.gated_gate_up && !choices_.mlp_pair) {
+      // silu * up fused into the gate_up matvec; a geometry too large for the doubled rows keeps
+      // the separate silu_mul.
+      kernels::MatvecConfig gc = mc;
+      gc.rows = F;
+      gc.gated = true;
+      try {
+        o.matvec.emplace(m.key, kernels::MatvecQ4(kernels, gc));
+        gated = true;
+      } catch (const Error& e) {
+        choices_.warnings.push_back(std::string("mlp_gate_up: no fused silu*up with this geometry (") + e.what() + ")");
+      }
+    }
+    if (!o.matvec.count(m.key)) o.matvec.emplace(m.key, kernels::MatvecQ4(kernels, mc));
     // Prefill: the down matmul reads the down copy of this run (k-major kquant under mlp_pair).
     const bool kmajor = choices_.mlp_pair && std::string(m.key) == "mlp_down";
     if (!m.asymmetric)
       o.matmul.emplace(m.key, kernels::MatmulQ4(kernels, kernels::MatmulConfig{.rows = m.rows, .cols = m.cols, .mode = m.mode, .kmajor = kmajor,
                                                                                .geometry = choices_.matmul_for(m.key)}));
   }
+  choices_.gated_gate_up = gated;
 
   // ---- buffers ----
   auto f32 = [&](uint64_t n, const char* label) { return device.create_storage(n * 4, label); };
@@ -186,9 +214,14 @@ void Lfm2Model::build() {
     layer.down = choices_.mlp_pair ? weights_->matrix(p + "mlp.down", F, H, /*kmajor=*/true) : weights_->matrix(p + "mlp.down", H, F);
 
     const auto& op_norm_w = weights_->section(mix + (attn ? "qkv.norm" : "in_proj.norm"));
+    const auto& ffn_norm_w = weights_->section(p + "mlp.gate_up.norm");
     layer.op_norm = o.norm->bind({&x_}, {&op_norm_w}, {&h_});
-    layer.ffn_norm = o.norm->bind({&x_}, {&weights_->section(p + "mlp.gate_up.norm")}, {&h_});
-    layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, {&h_}, attn ? gpu::Binding{&qkv_} : gpu::Binding{&bcx_});
+    layer.ffn_norm = o.norm->bind({&x_}, {&ffn_norm_w}, {&h_});
+    // With norm_fuse the decode matvecs read x and the norm weight instead of h.
+    const bool nf = choices_.norm_fuse;
+    layer.decode_norm_fused = nf;
+    layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, nf ? gpu::Binding{&x_} : gpu::Binding{&h_},
+                                                         attn ? gpu::Binding{&qkv_} : gpu::Binding{&bcx_}, nf ? gpu::Binding{&op_norm_w} : gpu::Binding{});
     layer.mix_out_mv = o.matvec.at(layer.mix_out_key).bind(layer.mix_out, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, {&x_});
     if (attn) {
       k_cache_[i] = device.create_storage(cache_bytes, p + "k_cache");
@@ -197,6 +230,9 @@ void Lfm2Model::build() {
       layer.k_norm = o.k_norm->bind({&qkv_}, {&weights_->section(p + "attn.qkv.k_norm")});
       layer.rope = o.rope->bind({&qkv_}, {nullptr}, {&cos}, {&sin}, {&step_});
       layer.kv_write = o.kv_write->bind({&qkv_}, {&qkv_}, {&k_cache_[i]}, {&v_cache_[i]}, {&step_});
+      if (o.qk_norm_rope_kv)
+        layer.qk_norm_rope_kv = o.qk_norm_rope_kv->bind({&qkv_}, {&weights_->section(p + "attn.qkv.q_norm")}, {&weights_->section(p + "attn.qkv.k_norm")},
+                                                        {&cos}, {&sin}, {&k_cache_[i]}, {&v_cache_[i]}, {&step_});
       layer.attn_decode = o.attn_decode->bind({&qkv_}, {&k_cache_[i]}, {&v_cache_[i]}, {&attn_}, {&step_});
       layer.attn_prefill = o.attn_prefill->bind({&qkv_}, {&k_cache_[i]}, {&v_cache_[i]}, {&attn_}, {&step_});
     } else {
@@ -206,21 +242,32 @@ void Lfm2Model::build() {
       layer.conv_prefill = o.conv_prefill->bind({&bcx_}, {&taps}, {&conv_state_[i]}, {&conv_y_}, {&step_});
     }
     if (choices_.mlp_pair) {
-      layer.mlp = o.mlp->bind(layer.gate_up, layer.down, {&h_, 0, uint64_t(H) * 4}, {&x_, 0, uint64_t(H) * 4});
+      layer.mlp = o.mlp->bind(layer.gate_up, layer.down, {nf ? &x_ : &h_, 0, uint64_t(H) * 4}, {&x_, 0, uint64_t(H) * 4},
+                                     nf ? gpu::Binding{&ffn_norm_w} : gpu::Binding{});
     } else {
-      layer.gate_up_mv = o.matvec.at("mlp_gate_up").bind(layer.gate_up, {&h_}, {&gu_});
+      layer.gate_up_mv = o.matvec.at("mlp_gate_up").bind(layer.gate_up, nf ? gpu::Binding{&x_} : gpu::Binding{&h_},
+                                                         gated ? gpu::Binding{&act_} : gpu::Binding{&gu_}, nf ? gpu::Binding{&ffn_norm_w} : gpu::Binding{});
       layer.silu_mul = o.silu_mul->bind({&gu_}, {&act_});
       layer.down_mv = o.matvec.at("mlp_down").bind(layer.down, {&act_}, {&x_});
     }
     layers_.push_back(std::move(layer));
   }
-  head_norm_ = o.norm->bind({&x_last_}, {&weights_->section("head.norm")}, {&h_last_});
-  head_mv_ = o.matvec.at("head").bind(weights_->matrix("head", V, H), {&h_last_}, {&logits_});
+  const auto& head_norm_w = weights_->section("head.norm");
+  head_norm_ = o.norm->bind({&x_last_}, {&head_norm_w}, {&h_last_});
+  const auto head = weights_->matrix("head", V, H);
+  if (choices_.norm_fuse) {
+    head_mv_ = o.matvec.at("head").bind(head, {&x_last_}, {&logits_}, {&head_norm_w});
+    decode_head_mv_ = o.matvec.at("head").bind(head, {&x_, 0, uint64_t(H) * 4}, {&logits_}, {&head_norm_w});  // decode: row 0 is the token
+  } else {
+    head_mv_ = o.matvec.at("head").bind(head, {&h_last_}, {&logits_});
+  }
   decode_embed_ = o.embed->bind(weights_->matrix("embed", V, H), {&cur_id_, 0, 4}, {&x_}, 1);
   device.check("building the LFM2 graph");
 }
 
 Lfm2Model::~Lfm2Model() = default;
+
+const kernels::MatvecQ4& Lfm2Model::decode_matvec(const std::string& shape_key) const { return ops_->matvec.at(shape_key); }
 
 uint64_t Lfm2Model::decode_weight_bytes() const {
   const auto& s = shape();
@@ -270,14 +317,18 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
   }
   for (size_t i = 0; i < layers_.size(); i++) {
     const Layer& l = layers_[i];
-    o.norm->record(rec, l.op_norm, T);
+    if (!decode || !l.decode_norm_fused) o.norm->record(rec, l.op_norm, T);
     if (decode) o.matvec.at(l.mix_in_key).record(rec, l.mix_in_mv);
     else o.matmul.at(l.mix_in_key).record(rec, chunk->mix_in[i]);
     if (l.type == LayerType::Attention) {
-      o.q_norm->record(rec, l.q_norm, T);
-      o.k_norm->record(rec, l.k_norm, T);
-      o.rope->record(rec, l.rope, T);
-      o.kv_write->record(rec, l.kv_write, T);
+      if (decode && o.qk_norm_rope_kv) {
+        o.qk_norm_rope_kv->record(rec, l.qk_norm_rope_kv, T);
+      } else {
+        o.q_norm->record(rec, l.q_norm, T);
+        o.k_norm->record(rec, l.k_norm, T);
+        o.rope->record(rec, l.rope, T);
+        o.kv_write->record(rec, l.kv_write, T);
+      }
       if (decode) o.attn_decode->record(rec, l.attn_decode, choices_.blocks_for(position_ + 1));
       else o.attn_prefill->record(rec, l.attn_prefill, T);
     } else {
@@ -287,7 +338,7 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
     if (decode) o.matvec.at(l.mix_out_key).record(rec, l.mix_out_mv);
     else o.matmul.at(l.mix_out_key).record(rec, chunk->mix_out[i]);
 
-    o.norm->record(rec, l.ffn_norm, T);
+    if (!decode || !l.decode_norm_fused) o.norm->record(rec, l.ffn_norm, T);
     if (!decode) {  // prefill: matrix-matrix whatever the decode MLP is
       o.matmul.at("mlp_gate_up").record(rec, chunk->gate_up[i]);
       o.silu_mul->record(rec, chunk->silu_mul, T);
@@ -296,17 +347,22 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
       o.mlp->record(rec, l.mlp);
     } else {
       o.matvec.at("mlp_gate_up").record(rec, l.gate_up_mv);
-      o.silu_mul->record(rec, l.silu_mul, T);
+      if (!choices_.gated_gate_up) o.silu_mul->record(rec, l.silu_mul, T);
       o.matvec.at("mlp_down").record(rec, l.down_mv);
     }
   }
 }
 
-void Lfm2Model::record_head(gpu::Recorder& rec, uint32_t T) {
+void Lfm2Model::record_head(gpu::Recorder& rec, uint32_t T, bool decode) {
   // Only the last token's logits are needed: its row goes through the final norm and the head.
+  // Decode with norm_fuse: the head matvec norms row 0 of x itself (no copy, no norm dispatch).
+  if (decode && choices_.norm_fuse) {
+    ops_->matvec.at("head").record(rec, decode_head_mv_);
+    return;
+  }
   const uint32_t H = u32(shape().hidden);
   rec.copy(x_, uint64_t(T - 1) * H * 4, x_last_, 0, uint64_t(H) * 4);
-  ops_->norm->record(rec, head_norm_, 1);
+  if (!choices_.norm_fuse) ops_->norm->record(rec, head_norm_, 1);
   ops_->matvec.at("head").record(rec, head_mv_);
 }
 
@@ -347,7 +403,7 @@ void Lfm2Model::record_decode(gpu::Recorder& rec) {
   rec.copy(tokens_, uint64_t(position_) * 4, cur_id_, 0, 4);
   ops_->embed->record(rec, decode_embed_);
   record_layers(rec, 1, nullptr);
-  record_head(rec, 1);
+  record_head(rec, 1, /*decode=*/true);
   position_++;
   decode_dispatches_ = rec.dispatches() - before;
 }

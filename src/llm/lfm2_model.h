@@ -15,6 +15,7 @@
 #include "gpu/kernel.h"
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
+#include "kernels/matvec_q4.h"
 #include "llm/kernel_choice.h"
 #include "llm/lfm2_weights.h"
 
@@ -60,6 +61,10 @@ class Lfm2Model {
   const gpu::Device& device() const { return device_; }
   gpu::KernelCache& kernels() const { return kernels_; }
 
+  // The decode matvec of a matrix shape ("conv_in_proj", ..., "head") with its fusions (benchmarks
+  // attribute bytes to its label).
+  const kernels::MatvecQ4& decode_matvec(const std::string& shape_key) const;
+
   // Dispatches one decode step records (for benchmarks and floors).
   size_t decode_dispatches() const { return decode_dispatches_; }
   // Dispatches and submits (chunks) the last prefill recorded, all chunks together.
@@ -89,7 +94,7 @@ class Lfm2Model {
 
   void upload_step(uint32_t start, uint32_t rows) const;
   void record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk);
-  void record_head(gpu::Recorder& rec, uint32_t T);
+  void record_head(gpu::Recorder& rec, uint32_t T, bool decode = false);
   const Chunk& chunk_for(uint32_t T);
 
   const gpu::Device& device_;
@@ -110,7 +115,7 @@ class Lfm2Model {
   // Activations, [prefill_chunk] rows each (decode uses row 0).
   gpu::Buffer x_, h_, bcx_, qkv_, conv_y_, attn_, gu_, act_, x_last_, h_last_, chunk_ids_, cur_id_;
   gpu::BindGroup head_norm_;
-  kernels::Bound head_mv_, decode_embed_;
+  kernels::Bound head_mv_, decode_head_mv_, decode_embed_;
   gpu::Buffer logits_, tokens_, step_;
   std::vector<gpu::Buffer> conv_state_, k_cache_, v_cache_;  // per layer (empty where unused)
 };

@@ -43,10 +43,7 @@ std::map<std::string, uint64_t> bytes_by_label(const llm::Lfm2Model& model, uint
   const auto& ch = model.choices();
   for (const auto& m : matrix_shapes(s)) {
     if (ch.mlp_pair && (m.key == "mlp_gate_up" || m.key == "mlp_down")) continue;
-    const auto& mv = ch.matvec_for(m.key);
-    kernels::MatvecQ4 k(model.kernels(), {.rows = m.rows, .cols = m.cols, .asymmetric = m.asymmetric, .variant = mv.variant,
-                                          .geometry = mv.geometry, .mode = m.mode});
-    out[k.kernel().label()] += m.bytes() * uint64_t(m.count);
+    out[model.decode_matvec(m.key).kernel().label()] += m.bytes() * uint64_t(m.count);
   }
   const uint64_t H = s.hidden, F = s.ffn;
   if (ch.mlp_pair) out["mlp_q4"] += uint64_t(s.layers()) * (2 * F * H / 2 + 2 * F * (H / 32) * 4 + F * H / 2 + F * (H / 32) * 4);

@@ -3,7 +3,6 @@
 #include <optional>
 
 #include "common/error.h"
-#include "kernels/elementwise.h"
 #include "kernels/mlp_q4.h"
 #include "tune/check.h"
 
@@ -23,8 +22,10 @@ MlpSearchResult search_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const 
   gpu::Buffer h = device.create_storage(uint64_t(H) * 4, "tune.h");
   gpu::Buffer x0 = device.create_storage(uint64_t(H) * 4, "tune.x0");
   gpu::Buffer x = device.create_storage(uint64_t(H) * 4, "tune.x");
+  gpu::Buffer norm_w = device.create_storage(uint64_t(H) * 4, "tune.norm_w");
   device.upload(h, std::span<const float>(random_input(H, 21)));
   device.upload(x0, std::span<const float>(random_input(H, 22)));
+  device.upload(norm_w, std::span<const float>(random_input(H, 23)));
 
   MlpSearchResult res;
   std::vector<float> ref_out;
@@ -33,8 +34,10 @@ MlpSearchResult search_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const 
     std::optional<kernels::MlpQ4> mlp;
     kernels::MlpBound bound;
     try {
-      mlp.emplace(kernels, kernels::MlpConfig{.hidden = H, .ffn = F, .slices = c.slices, .workgroup_size = c.workgroup});
-      bound = mlp->bind(gate_up, kquant, {&h}, {&x});
+      // As decode runs it: the ffn norm in the prologue, reading the residual x itself.
+      mlp.emplace(kernels, kernels::MlpConfig{.hidden = H, .ffn = F, .slices = c.slices, .workgroup_size = c.workgroup, .norm_input = true,
+                                              .eps = float(shape.eps())});
+      bound = mlp->bind(gate_up, kquant, {&x}, {&x}, {&norm_w});
     } catch (const Error&) {
       if (is_reference) throw;
       return -2;
@@ -83,21 +86,20 @@ double time_unfused_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const for
                         const kernels::Q4Matrix& down, const MatvecConfigChoice& gate_up_config, const MatvecConfigChoice& down_config) {
   const gpu::Device& device = kernels.device();
   const uint32_t H = uint32_t(shape.hidden), F = uint32_t(shape.ffn);
-  gpu::Buffer h = device.create_storage(uint64_t(H) * 4, "tune.h");
-  gpu::Buffer gu = device.create_storage(uint64_t(2 * F) * 4, "tune.gate_up");
+  gpu::Buffer norm_w = device.create_storage(uint64_t(H) * 4, "tune.norm_w");
   gpu::Buffer act = device.create_storage(uint64_t(F) * 4, "tune.act");
   gpu::Buffer x = device.create_storage(uint64_t(H) * 4, "tune.x");
-  device.upload(h, std::span<const float>(random_input(H, 21)));
-  kernels::MatvecQ4 gu_mv(kernels, {.rows = 2 * F, .cols = H, .variant = gate_up_config.variant, .geometry = gate_up_config.geometry});
+  device.upload(x, std::span<const float>(random_input(H, 21)));
+  device.upload(norm_w, std::span<const float>(random_input(H, 23)));
+  // As decode runs it: the ffn norm and silu * up fused into the gate_up matvec, then down.
+  kernels::MatvecQ4 gu_mv(kernels, {.rows = F, .cols = H, .variant = gate_up_config.variant, .geometry = gate_up_config.geometry,
+                                    .gated = true, .norm_input = true, .eps = float(shape.eps())});
   kernels::MatvecQ4 down_mv(kernels, {.rows = H, .cols = F, .variant = down_config.variant, .geometry = down_config.geometry,
                                       .mode = kernels::OutputMode::accumulate});
-  kernels::SiluMul silu(kernels, {.ffn = F});
-  auto gu_b = gu_mv.bind(gate_up, {&h}, {&gu});
+  auto gu_b = gu_mv.bind(gate_up, {&x}, {&act}, {&norm_w});
   auto down_b = down_mv.bind(down, {&act}, {&x});
-  auto silu_b = silu.bind({&gu}, {&act});
   return timer.time_us([&](gpu::Recorder& rec) {
     gu_mv.record(rec, gu_b);
-    silu.record(rec, silu_b, 1);
     down_mv.record(rec, down_b);
   });
 }

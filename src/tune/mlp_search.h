@@ -1,7 +1,8 @@
 // The fused-MLP part of `ember tune` (candidate mlpPair/mlpSlices/mlpWorkgroup): slices x
 // workgroup sizes of mlp_q4 on a layer's real gate_up + down.kquant, each checked against the
 // default configuration (slices 40, workgroup 256); and, for the mlpPair decision, the unfused
-// chain (gate_up matvec, silu_mul, down matvec over down.quant) at the tuned matvec geometries.
+// chain (gate_up matvec with silu * up fused in, down matvec over down.quant) at the tuned matvec
+// geometries. Both are timed as decode runs them: the ffn norm in their prologue.
 #pragma once
 
 #include <vector>

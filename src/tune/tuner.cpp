@@ -86,10 +86,11 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
   const bool search_mlp_phase = (input.mlp_pair && !input.unfused) || options.allow_mlp_pair;
   const bool has_attention = std::any_of(shape.layer_types.begin(), shape.layer_types.end(),
                                          [](formats::LayerType t) { return t == formats::LayerType::Attention; });
+  // The norm-fusion phase runs last, until the budget ends.
   const double matvec_end = budget * (search_mlp_phase ? 0.60 : 0.70);
-  const double flash_end = budget * (search_mlp_phase ? 0.75 : 0.85);
-  const double mlp_end = budget * 0.85;
-  const double prefill_end = budget * 0.97;
+  const double flash_end = budget * (search_mlp_phase ? 0.75 : 0.82);
+  const double mlp_end = budget * 0.82;
+  const double prefill_end = budget * 0.92;
 
   // ---- matvec per shape ----
   std::vector<MatrixShape> shapes;
@@ -200,6 +201,26 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
                     r.best_tflops());
       say(line);
       res.prefill.push_back(std::move(r));
+  // ---- norm fusion (normFuse): every shape whose input is a norm of the residual ----
+  {
+    std::vector<MatrixShape> ns;
+    std::vector<MatvecConfigChoice> nc;
+    std::vector<kernels::Q4Matrix> nw;
+    for (const auto& r : res.matvec) {
+      const std::string& k = r.shape.key;
+      if (k == "conv_in_proj" || k == "attn_qkv" || k == "head" || (k == "mlp_gate_up" && !res.mlp_pair)) {
+        ns.push_back(r.shape);
+        nc.push_back(r.best.config);
+        nw.push_back(weights.matrix(r.shape.prefix, r.shape.rows, r.shape.cols));
+      }
+    }
+    if (!ns.empty()) {
+      res.norm = search_norm_fusion(kernels, timer, ns, nc, nw, float(shape.eps()), at(t0, budget));
+      res.budget_hit |= res.norm->budget_hit;
+      char line[200];
+      std::snprintf(line, sizeof line, "norm   fused into matvecs %8.2f us per step, separate %8.2f us -> normFuse %s", res.norm->fused_total_us,
+                    res.norm->separate_total_us, res.norm->budget_hit ? "unchanged (budget reached)" : res.norm->norm_fuse ? "on" : "off");
+      say(line);
     }
   }
   res.unavailable.push_back("mlpHalfDot/mlpHalfProduct (f16 paths): no ember kernel has an f16 path yet" +
@@ -245,6 +266,7 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
       pm[r.shape.key] = {{"wgTokens", r.best.wg_tokens}, {"wgRows", r.best.wg_rows}, {"kStep", r.best.k_step}, {"micro", r.best.micro}};
     c.extra["prefillMatmul"] = pm;
   }
+  if (res.norm && !res.norm->budget_hit) c.extra["normFuse"] = res.norm->norm_fuse;
   c.mlp_half_dot = "none";  // what ran here: f32 (the f16 options are unavailable, see above)
   c.mlp_half_product = "none";
   rt.expected_subgroup_size = device.subgroup_size();
@@ -266,6 +288,7 @@ nlohmann::json TuneResult::to_json() const {
   for (const auto& r : prefill) pf.push_back(r.to_json());
   j["prefill"] = pf;
   if (unfused_mlp_us > 0) j["unfused_mlp_us"] = unfused_mlp_us;
+  if (norm) j["norm_fusion"] = norm->to_json();
   return j;
 }
 
@@ -305,6 +328,13 @@ std::string TuneResult::table() const {
                   r.best_us > 0 ? r.reference_us / r.best_us : 0.0, "", kernels::matmul_geometry_name(r.best).c_str(),
                   r.kmajor ? " k-major" : "", r.best_tflops(), r.tokens);
     out += line;
+  if (norm) {
+    for (const auto& s : norm->shapes) {
+      std::snprintf(line, sizeof line, "%-14s %11s %6d %10.2f %10s %10.2f %6.2fx %8s  norm fused%s\n", ("norm+" + s.key).c_str(), "", 2,
+                    s.separate_us, "", s.fused_us, s.fused_us > 0 ? s.separate_us / s.fused_us : 0.0, "", s.rejected ? " (rejected)" : "");
+      out += line;
+    }
+    out += "normFuse " + std::string(norm->norm_fuse ? "on" : "off") + "\n";
   }
   out += "mlpPair " + std::string(mlp_pair ? "on" : "off") + ": " + mlp_note + "\n";
   for (const auto& u : unavailable) out += "unavailable: " + u + "\n";

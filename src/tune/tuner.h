@@ -18,6 +18,7 @@
 #include "tune/matmul_search.h"
 #include "tune/matvec_search.h"
 #include "tune/mlp_search.h"
+#include "tune/norm_search.h"
 
 namespace ember::tune {
 
@@ -40,6 +41,7 @@ struct TuneResult {
   std::vector<FlashPoint> flash;
   std::optional<MlpSearchResult> mlp;
   double unfused_mlp_us = 0;  // with --allow-mlp-pair: the unfused chain at the tuned geometries
+  std::optional<NormFusionResult> norm;  // normFuse: norms fused into the matvecs vs separate
   bool mlp_pair = false;
   std::string mlp_note;       // why the MLP was (not) searched
   std::vector<MatmulShapeResult> prefill;  // prefill matmul geometry per shape (candidate prefillMatmul)
