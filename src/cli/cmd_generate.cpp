@@ -1,8 +1,10 @@
 // `ember generate`: one prompt in, streamed text out, with the numbers that matter at the end.
 #include <cstdio>
+#include <memory>
 
 #include "cli/llm_options.h"
 #include "common/error.h"
+#include "formats/npy.h"
 #include "llm/chat_template.h"
 
 namespace ember::cli {
@@ -11,7 +13,7 @@ void add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "generate text from a prompt on the GPU, streaming tokens as they come");
   struct Opts {
     LlmOptions llm;
-    std::string prompt;
+    std::string prompt, dump_logits;
     uint32_t n = 128;
     bool chat = false, json = false, raw = false;
   };
@@ -22,6 +24,9 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--chat", o->chat, "wrap the prompt as one user turn of the chat template");
   cmd->add_flag("--raw", o->raw, "no special tokens added to the prompt (no BOS)");
   cmd->add_flag("--json", o->json, "print one JSON object at the end (text, ids, statistics) instead of streaming");
+  cmd->add_option("--dump-logits", o->dump_logits,
+                  "write every generated step's logits to FILE.npy, f32 [steps, vocab]: what the sampler read, before the "
+                  "repetition penalty, temperature and top-k/top-p/min-p (row 0: the prompt's last position)");
   cmd->callback([o] {
     o->llm.sampling.validate();
     if (o->n < 1) throw Error("-n must be at least 1", "-n");
@@ -39,6 +44,12 @@ void add_generate_command(CLI::App& app) {
     llm::GenerateOptions go;
     go.max_tokens = o->n;
     go.stop_ids = session.stop_ids();
+    std::unique_ptr<formats::NpyRowWriter> dump;
+    if (!o->dump_logits.empty()) {
+      dump = std::make_unique<formats::NpyRowWriter>(o->dump_logits, formats::NpyDType::F32,
+                                                     std::vector<int64_t>{static_cast<int64_t>(session.model().vocab())});
+      go.on_logits = [&](std::span<const float> logits) { dump->append_f32(logits); };
+    }
     auto stats = session.generator().generate(prompt, o->llm.sampling, go, [&](uint32_t id) {
       ids.push_back(id);
       std::string piece = detok.push(id);
@@ -51,6 +62,7 @@ void add_generate_command(CLI::App& app) {
     });
     std::string tail = detok.finish();
     text += tail;
+    if (dump) dump->finish();
     const auto& a = session.device().adapter();
     if (o->json) {
       nlohmann::json j = {{"text", text},

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   ember::cli::add_pack_trellis_command(app);
   ember::cli::add_dequant_command(app);
   ember::cli::add_generate_command(app);
+  ember::cli::add_logits_command(app);
   ember::cli::add_chat_command(app);
   ember::cli::add_tokenize_command(app);
   ember::cli::add_detokenize_command(app);

@@ -34,8 +34,13 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   sampling.validate();
   const auto& device = model_.device();
   const uint32_t depth = std::max<uint32_t>(1, options.in_flight);
+  const uint64_t logits_bytes = options.on_logits ? uint64_t(model_.vocab()) * 4 : 0;
+  if (readback_bytes_ != 256 + logits_bytes) {
+    readback_.clear();
+    readback_bytes_ = 256 + logits_bytes;
+  }
   while (readback_.size() < depth + 1)
-    readback_.push_back(device.create_buffer(256, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "sampled.readback"));
+    readback_.push_back(device.create_buffer(readback_bytes_, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "sampled.readback"));
 
   GenerationStats stats;
   stats.prompt_tokens = static_cast<uint32_t>(prompt.size() + pending_.size());
@@ -68,6 +73,7 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
     InFlight f{next_slot};
     next_slot = (next_slot + 1) % static_cast<uint32_t>(readback_.size());
     rec.copy(model_.tokens(), uint64_t(pos) * 4, readback_[f.slot], 0, 4);
+    if (logits_bytes) rec.copy(model_.logits(), 0, readback_[f.slot], 256, logits_bytes);
     rec.submit();
     flight.push_back(f);
   };
@@ -76,7 +82,7 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
     cb.mode = WGPUCallbackMode_AllowProcessEvents;
     cb.callback = [](WGPUMapAsyncStatus, WGPUStringView, void* u, void*) { *static_cast<bool*>(u) = true; };
     cb.userdata1 = &f.ready;
-    wgpuBufferMapAsync(readback_[f.slot].get(), WGPUMapMode_Read, 0, 256, cb);
+    wgpuBufferMapAsync(readback_[f.slot].get(), WGPUMapMode_Read, 0, readback_bytes_, cb);
     f.mapped = true;
   };
 
@@ -93,7 +99,13 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
     device.instance().wait_until([&] { return f.ready; });
     device.check("generating");
     uint32_t id;
-    std::memcpy(&id, wgpuBufferGetConstMappedRange(readback_[f.slot].get(), 0, 256), 4);
+    const auto* mapped = static_cast<const uint8_t*>(wgpuBufferGetConstMappedRange(readback_[f.slot].get(), 0, readback_bytes_));
+    std::memcpy(&id, mapped, 4);
+    std::vector<float> logits;
+    if (logits_bytes && !stop) {
+      logits.resize(model_.vocab());
+      std::memcpy(logits.data(), mapped + 256, logits_bytes);
+    }
     wgpuBufferUnmap(readback_[f.slot].get());
     flight.pop_front();
     if (stop) continue;  // steps in flight past a stop are discarded
@@ -104,6 +116,7 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
     stats.generated++;
     kept++;
     last_id = id;
+    if (logits_bytes) options.on_logits(logits);
     bool is_stop = std::find(options.stop_ids.begin(), options.stop_ids.end(), id) != options.stop_ids.end();
     bool keep_going = on_token(id);
     if (is_stop || !keep_going) {

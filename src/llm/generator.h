@@ -22,6 +22,10 @@ struct GenerateOptions {
   // is one the caller kept): what multi-turn chat needs. More hides the read-back latency; the
   // steps in flight at a stop are discarded, and the sequence cannot be continued.
   uint32_t in_flight = 4;
+  // When set: called with each kept step's logits, f32 [vocab] over the model's whole vocabulary,
+  // before on_token for that step. They are the logits the sampler read, before the repetition
+  // penalty, temperature and any filtering. Unset, nothing is copied or read back.
+  std::function<void(std::span<const float>)> on_logits;
 };
 
 struct GenerationStats {
@@ -58,7 +62,8 @@ class Generator {
   std::unique_ptr<kernels::Sampler> sampler_;
   kernels::Sampler::Groups groups_;
   gpu::Buffer params_;
-  std::vector<gpu::Buffer> readback_;
+  std::vector<gpu::Buffer> readback_;  // per step in flight: the sampled id at 0, logits at 256 if asked
+  uint64_t readback_bytes_ = 0;
   std::vector<uint32_t> pending_;
   uint32_t sample_vocab_;
 };

@@ -394,6 +394,31 @@ void Lfm2Model::prefill(std::span<const uint32_t> ids, gpu::Profiler* profiler) 
   }
 }
 
+void Lfm2Model::prefill_logits(std::span<const uint32_t> ids, const LogitRows& on_rows, uint32_t max_rows) {
+  if (ids.empty()) return;
+  const uint32_t C = std::max<uint32_t>(1, options_.prefill_chunk), V = vocab();
+  const uint64_t row_bytes = uint64_t(V) * 4;
+  // Rows per read-back: at most 64 MiB of logits at a time (256 rows of a 65536 vocabulary).
+  const uint64_t fit = max_rows ? max_rows : (uint64_t{64} << 20) / row_bytes;
+  const uint32_t R = static_cast<uint32_t>(std::clamp<uint64_t>(fit, 1, C));
+  gpu::Buffer rows = device_.create_storage(std::min<uint64_t>(R, ids.size()) * row_bytes, "logits.rows");
+  for (size_t s = 0; s < ids.size(); s += C) {
+    const uint32_t T = static_cast<uint32_t>(std::min<size_t>(C, ids.size() - s));
+    const uint32_t first = position_;
+    prefill(ids.subspan(s, T));  // one chunk: its final hidden states stay in x_
+    for (uint32_t r0 = 0; r0 < T; r0 += R) {
+      const uint32_t n = std::min(R, T - r0);
+      gpu::Recorder rec(device_);
+      for (uint32_t t = 0; t < n; t++) {
+        record_head(rec, r0 + t + 1);  // row r0 + t of x_
+        rec.copy(logits_, 0, rows, t * row_bytes, row_bytes);
+      }
+      rec.submit();
+      on_rows(first + r0, device_.download_as<float>(rows, 0, uint64_t(n) * V));
+    }
+  }
+}
+
 void Lfm2Model::record_decode(gpu::Recorder& rec) {
   if (position_ >= capacity_)
     throw Error("the context is full (" + std::to_string(capacity_) + " positions)", "decode",

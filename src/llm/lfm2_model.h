@@ -5,6 +5,7 @@
 // the sampler wrote there, so no CPU round trip sits between two tokens.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -51,6 +52,14 @@ class Lfm2Model {
   // Runs `ids` from the current position (chunked, one submit per chunk); the logits of the last
   // one are then in logits(). Also stores the ids in tokens(). Does not wait for the GPU.
   void prefill(std::span<const uint32_t> ids, gpu::Profiler* profiler = nullptr);
+
+  // Like prefill(), but the logits of every position come out, in order: after each chunk,
+  // `on_rows(first_position, rows)` gets f32 [n][vocab] for positions first..first+n-1 (a chunk,
+  // or a part of it: at most 64 MiB, or `max_rows` rows, at a time). Each row goes through the
+  // final norm and the head with the kernels prefill() uses for the last row. Waits for the GPU
+  // each time. For checking ember against other implementations (`ember logits`).
+  using LogitRows = std::function<void(uint32_t first_position, std::span<const float> rows)>;
+  void prefill_logits(std::span<const uint32_t> ids, const LogitRows& on_rows, uint32_t max_rows = 0);
 
   // Records one decode step for the token at tokens()[position()] into `rec`, which the caller
   // submits before recording the next step. Leaves the logits in logits(); advances position().

@@ -262,4 +262,6 @@ bool Tokenizer::is_special(uint32_t id) const {
 
 size_t Tokenizer::vocab_size() const { return std::max(impl_->model.id_limit(), impl_->added.id_limit()); }
 
+const std::vector<uint32_t>& Tokenizer::special_prefix() const { return impl_->prefix; }
+
 }  // namespace ember::llm

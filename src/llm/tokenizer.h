@@ -61,6 +61,9 @@ class Tokenizer {
   bool is_special(uint32_t id) const;
   // One past the largest id of the model's vocabulary and the added tokens.
   size_t vocab_size() const;
+  // The ids the post-processor puts before the text with add_special_tokens (LFM2: the BOS
+  // <|startoftext|>); empty when it adds none.
+  const std::vector<uint32_t>& special_prefix() const;
 
  private:
   struct Impl;
