@@ -88,7 +88,14 @@ TEST(ServerCluster, TwoServersBehindNginxShareTheRequests) {
   EXPECT_EQ(ok, n);
   EXPECT_EQ(streamed_ok, n / 4);
   const std::string series = "ember_requests_total{route=\"/v1/completions\",status=\"200\"}";
-  const double ca = test::metric(test::get(a, "/metrics").body, series), cb = test::metric(test::get(b, "/metrics").body, series);
+  // httplib's logger counts a request after its response went out: the last one may show up a
+  // moment after the client has its answer.
+  double ca = 0, cb = 0;
+  for (int i = 0; i < 100 && ca + cb < n; i++) {
+    if (i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ca = test::metric(test::get(a, "/metrics").body, series);
+    cb = test::metric(test::get(b, "/metrics").body, series);
+  }
   EXPECT_GT(ca, 0) << "server A got no requests";
   EXPECT_GT(cb, 0) << "server B got no requests";
   EXPECT_EQ(ca + cb, n);
@@ -126,10 +133,11 @@ TEST(ServerCluster, SmallLoadRunHasNoErrorsAndFlatMemory) {
         else body["prompt"] = "load " + std::to_string(i);
         auto send = [&] { return c->Post(i % 3 ? "/v1/chat/completions" : "/v1/completions", body.dump(), "application/json"); };
         auto r = send();
-        // Retry for as long as a slow (shared, CPU-emulated) GPU may need to drain the slots.
-        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-        while (r && r->status == 503 && r->has_header("Retry-After") && std::chrono::steady_clock::now() < give_up) {
-          busy++;  // a real client retries a 503 after a pause
+        // A real client retries a 503 after a pause, up to its deadline (generous: on a loaded
+        // 2-core machine a client can lose the race for a free place for several seconds).
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (r && r->status == 503 && r->has_header("Retry-After") && std::chrono::steady_clock::now() < deadline) {
+          busy++;
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
           r = send();
         }

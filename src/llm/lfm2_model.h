@@ -85,7 +85,6 @@ class Lfm2Model {
   // The sequence's state, for a graph that records the decode of several sequences together
   // (Lfm2BatchDecoder): the shared weights, this sequence's step buffer (StepParams) and its
   // per-layer caches (empty buffers where the layer has none).
-  const formats::LlmPack& pack() const { return pack_; }
   const Lfm2Weights& weights() const { return *weights_; }
   const gpu::Buffer& step_buffer() const { return step_; }
   const gpu::Buffer& conv_state(size_t layer) const { return conv_state_.at(layer); }

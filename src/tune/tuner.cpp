@@ -201,6 +201,8 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
                     r.best_tflops());
       say(line);
       res.prefill.push_back(std::move(r));
+    }
+  }
   // ---- norm fusion (normFuse): every shape whose input is a norm of the residual ----
   {
     std::vector<MatrixShape> ns;
@@ -328,6 +330,7 @@ std::string TuneResult::table() const {
                   r.best_us > 0 ? r.reference_us / r.best_us : 0.0, "", kernels::matmul_geometry_name(r.best).c_str(),
                   r.kmajor ? " k-major" : "", r.best_tflops(), r.tokens);
     out += line;
+  }
   if (norm) {
     for (const auto& s : norm->shapes) {
       std::snprintf(line, sizeof line, "%-14s %11s %6d %10.2f %10s %10.2f %6.2fx %8s  norm fused%s\n", ("norm+" + s.key).c_str(), "", 2,
