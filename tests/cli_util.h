@@ -25,11 +25,4 @@ inline CliResult run_ember(const std::string& args) {
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
 
-// A python3 that imports numpy (the PATH one may be a separate installation without it), or "".
-inline std::string numpy_python() {
-  for (const char* py : {"python3", "/usr/bin/python3"})
-    if (std::system((std::string(py) + " -c 'import numpy' >/dev/null 2>&1").c_str()) == 0) return py;
-  return "";
-}
-
 }  // namespace ember::test

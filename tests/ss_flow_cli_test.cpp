@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "cli_util.h"
+#include "numpy_util.h"
 #include "common/atomic_file.h"
 #include "formats/npy.h"
 #include "formats/trellis_pack.h"
