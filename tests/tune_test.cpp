@@ -240,7 +240,8 @@ TEST(Tune, PrefillGeometryTheAdapterCannotRunFallsBackWithAWarning) {
   auto k = llm::choose_kernels(pack, test::test_device());
   ASSERT_FALSE(k.warnings.empty());
   EXPECT_NE(k.warnings.back().find("prefillMatmul"), std::string::npos) << k.warnings.back();
-  EXPECT_EQ(k.matmul_for("mlp_down"), kernels::MatmulGeometry{});
-  EXPECT_EQ(k.matmul_for("attn_qkv"), (kernels::MatmulGeometry{4, 8, 32}));
+  EXPECT_EQ(k.matmul_for("mlp_down", 4096, 1024), kernels::MatmulGeometry{});
+  EXPECT_EQ(k.matmul_for("mlp_down", 1024, 1024), (kernels::MatmulGeometry{.micro = 4}));  // 64 workgroups at micro 8
+  EXPECT_EQ(k.matmul_for("attn_qkv", 1024, 1024), (kernels::MatmulGeometry{4, 8, 32}));
   fs::remove_all(dir);
 }

@@ -1,4 +1,5 @@
 // `ember bench <what>`: benchmarks that print a short table or JSON (medians, device named).
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/llm_options.h"
@@ -65,6 +66,9 @@ void add_bench_llm(CLI::App& bench) {
     auto so = o->llm.session();
     so.device.profiling = true;  // exact timestamps
     so.model.quiet = o->llm.quiet || o->json;
+    // The prompt in one submit: as few prefill chunks as memory allows (67.5 KB per token for the
+    // seed shape).
+    so.model.prefill_chunk = std::max(so.model.prefill_chunk, o->bench.prompt);
     llm::Session session(o->llm.model, so);
     tune::Ceilings c = tune::measure_ceilings(session.device(), session.model().kernels(), o->ceiling_mib << 20);
     tune::LlmBenchResult r = tune::bench_llm(session.model(), session.generator(), c, o->bench);

@@ -46,9 +46,15 @@ uint32_t KernelChoices::blocks_for(uint32_t length) const {
 
 const KernelChoices::Matvec& KernelChoices::matvec_for(const std::string& shape_key) const { return matvec.at(shape_key); }
 
-kernels::MatmulGeometry KernelChoices::matmul_for(const std::string& shape_key) const {
+kernels::MatmulGeometry KernelChoices::matmul_for(const std::string& shape_key, uint32_t rows, uint32_t tokens) const {
   auto it = matmul.find(shape_key);
-  return it != matmul.end() ? it->second : kernels::MatmulGeometry{};
+  if (it != matmul.end()) return it->second;
+  kernels::MatmulGeometry g;
+  // Too few workgroups leave most of a large GPU idle (a 1024 x 1024 output at 128 x 128 tiles
+  // is 64 workgroups); 4x4 per thread quadruples them.
+  const uint64_t groups = ((uint64_t(rows) + g.tile_rows() - 1) / g.tile_rows()) * ((uint64_t(tokens) + g.tile_tokens() - 1) / g.tile_tokens());
+  if (groups < 128) g.micro = 4;
+  return g;
 }
 
 KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& device) {

@@ -22,7 +22,7 @@ struct KernelChoices {
   };
   std::map<std::string, Matvec> matvec;  // by shape key: attn_qkv, conv_in_proj, ..., head
   // Prefill matmul geometry by shape key (candidate's prefillMatmul: wgTokens, wgRows, kStep,
-  // micro); absent: the default.
+  // micro); absent: matmul_for's default.
   std::map<std::string, kernels::MatmulGeometry> matmul;
   bool unfused = false;
   bool mlp_pair = false;                 // fused MLP over down.kquant (decode)
@@ -46,7 +46,9 @@ struct KernelChoices {
   // Flash-decoding block count for a cache of `length` positions.
   uint32_t blocks_for(uint32_t length) const;
   const Matvec& matvec_for(const std::string& shape_key) const;
-  kernels::MatmulGeometry matmul_for(const std::string& shape_key) const;
+  // The candidate's geometry, else 16x16 threads, K step 16, micro 8 (qmatmul's measured best
+  // structure), micro 4 where that would make under 128 workgroups for `rows` x `tokens`.
+  kernels::MatmulGeometry matmul_for(const std::string& shape_key, uint32_t rows, uint32_t tokens) const;
 };
 
 KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& device);

@@ -170,7 +170,7 @@ void Lfm2Model::build() {
     const bool kmajor = choices_.mlp_pair && std::string(m.key) == "mlp_down";
     if (!m.asymmetric)
       o.matmul.emplace(m.key, kernels::MatmulQ4(kernels, kernels::MatmulConfig{.rows = m.rows, .cols = m.cols, .mode = m.mode, .kmajor = kmajor,
-                                                                               .geometry = choices_.matmul_for(m.key)}));
+                                                                               .geometry = choices_.matmul_for(m.key, m.rows, C)}));
   }
   choices_.gated_gate_up = gated;
 
@@ -268,6 +268,7 @@ void Lfm2Model::build() {
 Lfm2Model::~Lfm2Model() = default;
 
 const kernels::MatvecQ4& Lfm2Model::decode_matvec(const std::string& shape_key) const { return ops_->matvec.at(shape_key); }
+const kernels::MatmulConfig& Lfm2Model::prefill_matmul(const std::string& shape_key) const { return ops_->matmul.at(shape_key).config(); }
 
 uint64_t Lfm2Model::decode_weight_bytes() const {
   const auto& s = shape();

@@ -17,6 +17,7 @@
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
 #include "kernels/matvec_q4.h"
+#include "kernels/matmul_q4.h"
 #include "llm/kernel_choice.h"
 #include "llm/lfm2_weights.h"
 
@@ -24,8 +25,9 @@ namespace ember::llm {
 
 struct ModelOptions {
   // Tokens per prefill submit. Bounds activation memory: (7 hidden + qkv + 3 ffn) x 4 bytes per
-  // token, 67.5 KB for the seed shape (69 MB at 1024); a 1024-token prompt is one chunk.
-  uint32_t prefill_chunk = 1024;
+  // token, 67.5 KB for the seed shape (17 MB at 256, 69 MB at 1024). `ember bench llm` runs its
+  // prompt as one chunk.
+  uint32_t prefill_chunk = 256;
   bool quiet = false;            // no loading progress on stderr
 };
 
@@ -79,6 +81,8 @@ class Lfm2Model {
   // Dispatches and submits (chunks) the last prefill recorded, all chunks together.
   size_t prefill_dispatches() const { return prefill_dispatches_; }
   size_t prefill_chunks() const { return prefill_chunks_; }
+  // The prefill matmul of a shape key (conv_in_proj, ..., mlp_down): layout and geometry chosen.
+  const kernels::MatmulConfig& prefill_matmul(const std::string& shape_key) const;
   // Weight bytes one decode step reads (every matrix once, the head, norms).
   uint64_t decode_weight_bytes() const;
 

@@ -75,8 +75,7 @@ std::map<std::string, double> prefill_flops_by_label(const llm::Lfm2Model& model
       out[k.kernel().label()] += 2.0 * m.rows * m.cols;
       continue;
     }
-    kernels::MatmulQ4 k(model.kernels(), {.rows = m.rows, .cols = m.cols, .mode = m.mode, .kmajor = ch.mlp_pair && m.key == "mlp_down",
-                                          .geometry = ch.matmul_for(m.key)});
+    kernels::MatmulQ4 k(model.kernels(), model.prefill_matmul(m.key));
     out[k.kernel().label()] += 2.0 * m.rows * m.cols * T * m.count;
   }
   int attn = 0;

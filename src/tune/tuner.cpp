@@ -6,7 +6,6 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
-#include "llm/lfm2_model.h"
 #include "llm/lfm2_weights.h"
 
 namespace ember::tune {
@@ -22,6 +21,7 @@ std::string fixed2(double v) {
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 constexpr double kMinPrefillSlotS = 0.5;  // seconds per prefill matmul shape below which it is not searched
+constexpr int64_t kPrefillTuneTokens = 1024;  // chunk the prefill matmuls are tuned at (`ember bench llm --prompt` default)
 
 Clock::time_point at(Clock::time_point t0, double seconds) {
   return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
@@ -174,7 +174,7 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
   // ---- prefill matmul geometry per shape, at one full prefill chunk ----
   {
     const uint32_t H = uint32_t(shape.hidden), F = uint32_t(shape.ffn);
-    const uint32_t tokens = uint32_t(std::max<int64_t>(1, std::min<int64_t>(llm::ModelOptions{}.prefill_chunk, capacity)));
+    const uint32_t tokens = uint32_t(std::max<int64_t>(1, std::min<int64_t>(kPrefillTuneTokens, capacity)));
     std::vector<MatrixShape> mats;
     for (const auto& s : matrix_shapes(shape))
       if (s.key != "head") mats.push_back(s);
