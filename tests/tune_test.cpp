@@ -128,7 +128,7 @@ TEST(Tune, NormFusionSearchMeasuresEveryShape) {
     }
   ASSERT_FALSE(shapes.empty());
   auto r = tune::search_norm_fusion(test::test_kernels(), timer, shapes, configs, ws, float(pack.shape().eps()),
-                                    tune::Clock::now() + std::chrono::hours(1));
+                                    tune::Clock::now() + std::chrono::hours(1), tune::Clock::duration::zero());
   ASSERT_EQ(r.shapes.size(), shapes.size());
   EXPECT_FALSE(r.budget_hit);
   for (const auto& s : r.shapes) {

@@ -17,12 +17,14 @@ nlohmann::json NormFusionResult::to_json() const {
 
 NormFusionResult search_norm_fusion(gpu::KernelCache& kernels, KernelTimer& timer, const std::vector<MatrixShape>& shapes,
                                     const std::vector<MatvecConfigChoice>& configs, const std::vector<kernels::Q4Matrix>& weights,
-                                    float eps, Clock::time_point deadline) {
+                                    float eps, Clock::time_point deadline, Clock::duration first_estimate) {
   const gpu::Device& device = kernels.device();
   NormFusionResult res;
   bool any_rejected = false;
+  Clock::duration estimate = first_estimate;
   for (size_t i = 0; i < shapes.size(); i++) {
-    if (Clock::now() >= deadline) {
+    const auto started = Clock::now();
+    if (started + estimate >= deadline) {
       res.budget_hit = true;
       break;
     }
@@ -67,6 +69,7 @@ NormFusionResult search_norm_fusion(gpu::KernelCache& kernels, KernelTimer& time
     res.fused_total_us += r.fused_us * s.count;
     res.separate_total_us += r.separate_us * s.count;
     res.shapes.push_back(r);
+    estimate = Clock::now() - started;
   }
   res.norm_fuse = !res.budget_hit && !any_rejected && res.fused_total_us <= res.separate_total_us;
   return res;

@@ -1,10 +1,11 @@
 // The norm-fusion part of `ember tune` (candidate extra `normFuse`): for every matrix shape whose
-// decode input is an RMSNorm of the residual (conv_in_proj, attn_qkv, head, and mlp_gate_up when
-// the MLP is not paired), times the matvec with the norm in its prologue against the separate
+// decode input is an RMSNorm of the residual (conv_in_proj, attn_qkv, head, and mlp_gate_up where
+// the tuner searched it), times the matvec with the norm in its prologue against the separate
 // rmsnorm dispatch + plain matvec, at the tuned geometry; a fused output that differs from the
 // separate one (rel_l2 > 1e-5) is rejected. normFuse is on when the fused total over one decode
-// step (each shape times its count) is not slower. Shapes left when `deadline` passes are not
-// measured, and then no decision is made.
+// step (each shape times its count) is not slower. A shape is started only when its expected
+// cost (`first_estimate` for the first, then the last shape's) ends before `deadline`; when not
+// every shape is measured no decision is made.
 #pragma once
 
 #include <string>
@@ -37,6 +38,6 @@ struct NormFusionResult {
 // `shapes` with their tuned configuration and their pack weights (`weights[i]` for shapes[i]).
 NormFusionResult search_norm_fusion(gpu::KernelCache& kernels, KernelTimer& timer, const std::vector<MatrixShape>& shapes,
                                     const std::vector<MatvecConfigChoice>& configs, const std::vector<kernels::Q4Matrix>& weights,
-                                    float eps, Clock::time_point deadline);
+                                    float eps, Clock::time_point deadline, Clock::duration first_estimate);
 
 }  // namespace ember::tune
