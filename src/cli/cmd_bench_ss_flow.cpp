@@ -46,7 +46,7 @@ void add_bench_ss_flow(CLI::App& bench) {
     uint32_t attn_queries = 128, attn_keys = 32;
     std::string attention = "quad";
     std::vector<uint32_t> attn_geometry{64, 8, 8};
-    uint32_t mlp2_splits = 1;
+    uint32_t mlp2_splits = 2;
     trellis::SamplerOptions sampler;
   };
   auto o = std::make_shared<Opts>();
@@ -60,7 +60,7 @@ void add_bench_ss_flow(CLI::App& bench) {
   cmd->add_flag("--no-sample", o->no_sample, "skip the full sampling run");
   cmd->add_option("--steps", o->sampler.steps, "sampling steps");
   cmd->add_option("--matmul", o->matmul, "qmatmul geometry: threads along tokens, along rows, K step")->expected(3);
-  cmd->add_option("--mlp2-splits", o->mlp2_splits, "split-K chunks for mlp.2 (K = 3072; 1 = none)")->check(CLI::Range(1, 48));
+  cmd->add_option("--mlp2-splits", o->mlp2_splits, "split-K chunks for mlp.2 (K = 3072; 1 = none; default 2)")->check(CLI::Range(1, 48));
   cmd->add_flag("--fuse-gelu", o->fuse_gelu, "GELU in the mlp.0 matmul epilogue");
   cmd->add_option("--attn-keys", o->attn_keys, "keys per flash-attention tile (quad variant)");
   cmd->add_flag("--matmul-vec4", o->vec4, "qmatmul with vec4 workgroup-memory reads");
