@@ -55,7 +55,8 @@ for what in "$@"; do
     ss-flow-attn)
       # Attention variants at batch 2 (per-kernel profile: self_attn.flash), then the full default
       # run with the tiled default geometry. Sweep results: $OUT/ss_flow_attn_*.json.
-      for v in "quad" "tiled 64 8 8" "tiled 64 8 4" "tiled 64 4 8" "tiled 64 4 4" "tiled 96 8 4"; do
+      for v in "quad" "tiled 64 8 8" "tiled 64 8 8 1" "tiled 64 8 4" "tiled 64 8 4 1" "tiled 64 4 8" "tiled 64 4 8 1" \
+               "tiled 64 4 4" "tiled 96 8 4" "tiled 96 8 4 1"; do
         read -r variant geometry <<< "$v"
         name=$(echo "$v" | tr ' ' '_')
         ember bench ss-flow --synthetic --gpu-fast --json --batch2-only --no-sample --repeats 3 --attention "$variant" \

@@ -281,7 +281,9 @@ INSTANTIATE_TEST_SUITE_P(Variants, SsFlowFlashAttention,
                                            FlashCase{"tiled_64_8_8", FlashVariant::Tiled, 0, 0, {64, 8, 8}},
                                            FlashCase{"tiled_64_8_4", FlashVariant::Tiled, 0, 0, {64, 8, 4}},
                                            FlashCase{"tiled_64_4_8", FlashVariant::Tiled, 0, 0, {64, 4, 8}},
-                                           FlashCase{"tiled_24_8_4", FlashVariant::Tiled, 0, 0, {24, 8, 4}}),
+                                           FlashCase{"tiled_24_8_4", FlashVariant::Tiled, 0, 0, {24, 8, 4}},
+                                           FlashCase{"tiled_64_8_4_prefetch", FlashVariant::Tiled, 0, 0, {64, 8, 4, true}},
+                                           FlashCase{"tiled_64_4_8_prefetch", FlashVariant::Tiled, 0, 0, {64, 4, 8, true}}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(SsFlowKernels, TiledFlashAttentionRejectsGeometriesThatDoNotFit) {

@@ -8,7 +8,8 @@ enable subgroups;
 //      shuffles (LANES consecutive lanes, inside one subgroup); each keeps a partial row sum.
 //   4. P^T goes to workgroup memory over the spent K^T; O += P V, a thread owning TQ queries x
 //      D/LANES dims of the output accumulators.
-// exp2 with log2(e) folded into the query scale. Needs subgroups of a multiple of LANES lanes
+// PREFETCH: workgroup-memory operands read one step ahead. exp2 with log2(e) folded into the
+// query scale. Needs subgroups of a multiple of LANES lanes
 // laid out over local_invocation_index. Workgroup memory: 4 * (D*BQ + max(D, BQ)*BK + BK*D) bytes.
 struct Params {
   nq: u32,
@@ -144,11 +145,26 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 
     var s: array<vec4<f32>, TQ * TK4>;  // s[a*TK4 + v]: query a, keys of vec v
     for (var i = 0u; i < TQ * TK4; i++) { s[i] = vec4<f32>(0.0); }
+    var qa: array<vec4<f32>, TQ4>;
+    var kb: array<vec4<f32>, TK4>;
+#if PREFETCH
+    // Software pipelining: the operands of step d+1 are read while step d's FMAs run.
+    var qn: array<vec4<f32>, TQ4>;
+    var kn: array<vec4<f32>, TK4>;
+    for (var t = 0u; t < TQ4; t++) { qn[t] = qt[rg * TQ4 + t]; }
+    for (var v = 0u; v < TK4; v++) { kn[v] = kp[v * LANES + lane]; }
+#endif
     for (var d = 0u; d < D; d++) {
-      var qa: array<vec4<f32>, TQ4>;
-      var kb: array<vec4<f32>, TK4>;
+#if PREFETCH
+      qa = qn;
+      kb = kn;
+      let dn = min(d + 1u, D - 1u);
+      for (var t = 0u; t < TQ4; t++) { qn[t] = qt[dn * BQ4 + rg * TQ4 + t]; }
+      for (var v = 0u; v < TK4; v++) { kn[v] = kp[dn * BK4 + v * LANES + lane]; }
+#else
       for (var t = 0u; t < TQ4; t++) { qa[t] = qt[d * BQ4 + rg * TQ4 + t]; }
       for (var v = 0u; v < TK4; v++) { kb[v] = kp[d * BK4 + v * LANES + lane]; }
+#endif
       // Components named, not indexed: a dynamic vector index can push the tiles out of registers.
       for (var t = 0u; t < TQ4; t++) {
         let qv = qa[t];
@@ -208,11 +224,25 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
     workgroupBarrier();
 
+    var pa: array<vec4<f32>, TQ4>;
+    var vb: array<vec4<f32>, RC4>;
+#if PREFETCH
+    var pn: array<vec4<f32>, TQ4>;
+    var vn: array<vec4<f32>, RC4>;
+    for (var t = 0u; t < TQ4; t++) { pn[t] = kp[rg * TQ4 + t]; }
+    for (var u = 0u; u < RC4; u++) { vn[u] = vs[u * LANES + lane]; }
+#endif
     for (var j = 0u; j < BK; j++) {
-      var pa: array<vec4<f32>, TQ4>;
-      var vb: array<vec4<f32>, RC4>;
+#if PREFETCH
+      pa = pn;
+      vb = vn;
+      let jn = min(j + 1u, BK - 1u);
+      for (var t = 0u; t < TQ4; t++) { pn[t] = kp[jn * BQ4 + rg * TQ4 + t]; }
+      for (var u = 0u; u < RC4; u++) { vn[u] = vs[jn * D4 + u * LANES + lane]; }
+#else
       for (var t = 0u; t < TQ4; t++) { pa[t] = kp[j * BQ4 + rg * TQ4 + t]; }
       for (var u = 0u; u < RC4; u++) { vb[u] = vs[j * D4 + u * LANES + lane]; }
+#endif
       for (var t = 0u; t < TQ4; t++) {
         let pv = pa[t];
         for (var u = 0u; u < RC4; u++) {
