@@ -216,6 +216,8 @@ struct FlashCase {
   kernels::FlashTiledGeometry tiled{};
 };
 
+void PrintTo(const FlashCase& c, std::ostream* os) { *os << c.name; }
+
 class SsFlowFlashAttention : public ::testing::TestWithParam<FlashCase> {};
 
 TEST_P(SsFlowFlashAttention, MatchesReferenceAtAwkwardLengths) {
