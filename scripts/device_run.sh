@@ -64,14 +64,15 @@ for what in "$@"; do
     ss-flow-attn)
       # Attention variants at batch 2 (per-kernel profile: self_attn.flash), then the full default
       # run with the tiled default geometry. Sweep results: $OUT/ss_flow_attn_*.json.
-      for v in "quad" "tiled 64 8 8" "tiled 64 8 4" "tiled 64 4 8" "tiled 64 4 4" "tiled 32 4 8" "tiled 96 8 4" "tiled 32 8 8"; do
+      for v in "quad" "tiled 64 8 8" "tiled 64 8 8 1" "tiled 64 8 4" "tiled 64 8 4 1" "tiled 64 4 8" "tiled 64 4 8 1" \
+               "tiled 64 4 4" "tiled 96 8 4" "tiled 96 8 4 1"; do
         read -r variant geometry <<< "$v"
         name=$(echo "$v" | tr ' ' '_')
         ember bench ss-flow --synthetic --gpu-fast --json --batch2-only --no-sample --repeats 3 --attention "$variant" \
           ${geometry:+--attn-geometry $geometry} > "$OUT/ss_flow_attn_$name.json" || { echo "$v failed" >&2; continue; }
         python3 -c "import json,sys; f=json.load(open(sys.argv[1]))['forward_batch2']; k={e['kernel']: e['total_ms'] for e in f['kernels']}; print('%-14s b2 wall %.2f ms, kernels %.2f ms, self_attn.flash %.2f ms, cross_attn.flash %.2f ms' % (sys.argv[2], f['wall_ms'], f['gpu_kernels_ms'], k.get('self_attn.flash', 0), k.get('cross_attn.flash', 0)))" "$OUT/ss_flow_attn_$name.json" "$v"
       done
-      for splits in 2 3 4 6; do  # split-K for mlp.2 (K = 3072, 6 x 64 output tiles of 128 x 128)
+      for splits in 1 2 3; do  # split-K for mlp.2 (K = 3072, 6 x 64 output tiles of 128 x 128)
         ember bench ss-flow --synthetic --gpu-fast --json --batch2-only --no-sample --repeats 3 --mlp2-splits $splits \
           > "$OUT/ss_flow_mlp2_split$splits.json" || { echo "mlp2 split $splits failed" >&2; continue; }
         python3 -c "import json,sys; f=json.load(open(sys.argv[1]))['forward_batch2']; k={e['kernel']: e['total_ms'] for e in f['kernels']}; print('mlp.2 split %s: b2 wall %.2f ms, kernels %.2f ms, mlp.2 %.2f + sum %.2f ms' % (sys.argv[2], f['wall_ms'], f['gpu_kernels_ms'], k.get('mlp.2+gate', 0), k.get('mlp.2+gate.sum', 0)))" "$OUT/ss_flow_mlp2_split$splits.json" $splits

@@ -216,6 +216,8 @@ struct FlashCase {
   kernels::FlashTiledGeometry tiled{};
 };
 
+void PrintTo(const FlashCase& c, std::ostream* os) { *os << c.name; }
+
 class SsFlowFlashAttention : public ::testing::TestWithParam<FlashCase> {};
 
 TEST_P(SsFlowFlashAttention, MatchesReferenceAtAwkwardLengths) {
@@ -281,7 +283,9 @@ INSTANTIATE_TEST_SUITE_P(Variants, SsFlowFlashAttention,
                                            FlashCase{"tiled_64_8_8", FlashVariant::Tiled, 0, 0, {64, 8, 8}},
                                            FlashCase{"tiled_64_8_4", FlashVariant::Tiled, 0, 0, {64, 8, 4}},
                                            FlashCase{"tiled_64_4_8", FlashVariant::Tiled, 0, 0, {64, 4, 8}},
-                                           FlashCase{"tiled_24_8_4", FlashVariant::Tiled, 0, 0, {24, 8, 4}}),
+                                           FlashCase{"tiled_24_8_4", FlashVariant::Tiled, 0, 0, {24, 8, 4}},
+                                           FlashCase{"tiled_64_8_4_prefetch", FlashVariant::Tiled, 0, 0, {64, 8, 4, true}},
+                                           FlashCase{"tiled_64_4_8_prefetch", FlashVariant::Tiled, 0, 0, {64, 4, 8, true}}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(SsFlowKernels, TiledFlashAttentionRejectsGeometriesThatDoNotFit) {

@@ -45,7 +45,7 @@ void add_bench_ss_flow(CLI::App& bench) {
     uint32_t attn_queries = 128, attn_keys = 32;
     std::string attention = "quad";
     std::vector<uint32_t> attn_geometry{64, 8, 8};
-    uint32_t mlp2_splits = 1;
+    uint32_t mlp2_splits = 2;
     trellis::SamplerOptions sampler;
   };
   auto o = std::make_shared<Opts>();
@@ -59,7 +59,7 @@ void add_bench_ss_flow(CLI::App& bench) {
   cmd->add_flag("--no-sample", o->no_sample, "skip the full sampling run");
   cmd->add_option("--steps", o->sampler.steps, "sampling steps");
   cmd->add_option("--matmul", o->matmul, "qmatmul geometry: threads along tokens, along rows, K step")->expected(3);
-  cmd->add_option("--mlp2-splits", o->mlp2_splits, "split-K chunks for mlp.2 (K = 3072; 1 = none)")->check(CLI::Range(1, 48));
+  cmd->add_option("--mlp2-splits", o->mlp2_splits, "split-K chunks for mlp.2 (K = 3072; 1 = none; default 2)")->check(CLI::Range(1, 48));
   cmd->add_flag("--fuse-gelu", o->fuse_gelu, "GELU in the mlp.0 matmul epilogue");
   cmd->add_option("--attn-keys", o->attn_keys, "keys per flash-attention tile (quad variant)");
   cmd->add_flag("--matmul-vec4", o->vec4, "qmatmul with vec4 workgroup-memory reads");
@@ -69,8 +69,8 @@ void add_bench_ss_flow(CLI::App& bench) {
   cmd->add_option("--attention", o->attention, "flash attention variant: plain, quad or tiled (FA2-style register tiles)")
       ->check(CLI::IsMember({"plain", "quad", "tiled"}));
   cmd->add_option("--attn-geometry", o->attn_geometry,
-                  "tiled attention: queries per workgroup, queries per thread (4|8), keys per thread (4|8)")
-      ->expected(3);
+                  "tiled attention: queries per workgroup, queries per thread (4|8), keys per thread (4|8)[, prefetch (0|1)]")
+      ->expected(3, 4);
   cmd->callback([o] {
     if (o->stage.empty() && !o->synthetic) throw Error("give --stage DIR or --synthetic", "ember bench ss-flow");
     o->gpu.device.profiling = true;
@@ -94,7 +94,8 @@ void add_bench_ss_flow(CLI::App& bench) {
                    : o->attention == "tiled" ? kernels::FlashVariant::Tiled
                                              : kernels::FlashVariant::Quad;
     mo.mlp2_k_splits = o->mlp2_splits;
-    mo.attention_tiled = {o->attn_geometry[0], o->attn_geometry[1], o->attn_geometry[2]};
+    mo.attention_tiled = {o->attn_geometry[0], o->attn_geometry[1], o->attn_geometry[2],
+                          o->attn_geometry.size() > 3 && o->attn_geometry[3] != 0};
     mo.attention_keys = o->attn_keys;
     auto t_load = std::chrono::steady_clock::now();
     trellis::SsFlowModel model(kernels, *source, mo);
@@ -113,15 +114,16 @@ void add_bench_ss_flow(CLI::App& bench) {
                         {"matmul_geometry", o->matmul}, {"attention_queries", o->attn_queries},
                         {"attention", attention_name(model.options().attention)}, {"attention_keys", o->attn_keys},
                         {"attention_geometry", {model.options().attention_tiled.queries, model.options().attention_tiled.queries_per_thread,
-                                                model.options().attention_tiled.keys_per_thread}}, {"fuse_gelu", o->fuse_gelu}, {"mlp2_k_splits", o->mlp2_splits}, {"matmul_vec4", o->vec4}};
+                                                model.options().attention_tiled.keys_per_thread,
+                                                model.options().attention_tiled.prefetch ? 1u : 0u}}, {"fuse_gelu", o->fuse_gelu}, {"mlp2_k_splits", o->mlp2_splits}, {"matmul_vec4", o->vec4}};
     std::string text;
     {
       const auto& mo_used = model.options();
       char line[160];
       const auto& g = mo_used.attention_tiled;
       if (mo_used.attention == kernels::FlashVariant::Tiled)
-        snprintf(line, sizeof line, "attention: tiled, %u queries per workgroup, %u x %u per thread\n", g.queries, g.queries_per_thread,
-                 g.keys_per_thread);
+        snprintf(line, sizeof line, "attention: tiled, %u queries per workgroup, %u x %u per thread%s\n", g.queries,
+                 g.queries_per_thread, g.keys_per_thread, g.prefetch ? ", prefetch" : "");
       else
         snprintf(line, sizeof line, "attention: %s, %u queries per workgroup, %u keys per tile\n", attention_name(mo_used.attention),
                  o->attn_queries, o->attn_keys);

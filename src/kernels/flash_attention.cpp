@@ -74,6 +74,7 @@ Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a,
       if (a.head_dim == 32) key.defines.insert("HEAD_DIM_32");
       if (g.queries_per_thread == 4) key.defines.insert("QUERIES_PER_THREAD_4");
       if (g.keys_per_thread == 4) key.defines.insert("KEYS_PER_THREAD_4");
+      if (g.prefetch) key.defines.insert("PREFETCH");
       key.constants = {{"BQ", queries}};
       break;
     }

@@ -18,6 +18,7 @@ enum class FlashVariant {
 // queries_per_thread x head_dim/8 outputs. queries_per_thread and keys_per_thread are 4 or 8.
 struct FlashTiledGeometry {
   uint32_t queries = 64, queries_per_thread = 8, keys_per_thread = 8;
+  bool prefetch = false;  // read each step's workgroup-memory operands one step ahead
   bool operator==(const FlashTiledGeometry&) const = default;
 };
 

@@ -8,7 +8,8 @@ enable subgroups;
 //      shuffles (LANES consecutive lanes, inside one subgroup); each keeps a partial row sum.
 //   4. P^T goes to workgroup memory over the spent K^T; O += P V, a thread owning TQ queries x
 //      D/LANES dims of the output accumulators.
-// exp2 with log2(e) folded into the query scale. Needs subgroups of a multiple of LANES lanes
+// PREFETCH: workgroup-memory operands read one step ahead. exp2 with log2(e) folded into the
+// query scale. Needs subgroups of a multiple of LANES lanes
 // laid out over local_invocation_index. Workgroup memory: 4 * (D*BQ + max(D, BQ)*BK + BK*D) bytes.
 struct Params {
   nq: u32,
@@ -65,43 +66,57 @@ var<workgroup> qt: array<vec4<f32>, D * BQ4>;    // Q^T [d][query / 4], scaled b
 var<workgroup> kp: array<vec4<f32>, KP4>;        // K^T [d][key / 4]; then P^T [key][query / 4]
 var<workgroup> vs: array<vec4<f32>, BK * D4>;    // V [key][d / 4]
 
-// Item idx of the Q^T staging: 4 queries x 4 dims, read as 4 rows, stored as 4 columns.
-fn load_transposed_q(batch: u32, head: u32, q0: u32, idx: u32) {
-  let qb = idx / D4;  // query block within the workgroup
-  let db = idx % D4;
-  var r: array<vec4<f32>, 4>;
-  for (var e = 0u; e < 4u; e++) {
-    let i = q0 + 4u * qb + e;
-    r[e] = vec4<f32>(0.0);
-    if (i < p.nq) { r[e] = q[((batch * p.nq + i) * p.q_stride + p.q_offset + head * D) / 4u + db]; }
-  }
+// Row `i` of q (zeros past nq), dims 4db .. 4db+3.
+fn q_row(batch: u32, head: u32, i: u32, db: u32) -> vec4<f32> {
+  if (i >= p.nq) { return vec4<f32>(0.0); }
+  return q[((batch * p.nq + i) * p.q_stride + p.q_offset + head * D) / 4u + db];
+}
+
+// Key or value `j` (zeros past nk) at `offset`, dims 4db .. 4db+3.
+fn kv_row(batch: u32, head: u32, j: u32, offset: u32, db: u32) -> vec4<f32> {
+  if (j >= p.nk) { return vec4<f32>(0.0); }
+  return kv[((batch * p.nk + j) * p.kv_stride + offset + head * D) / 4u + db];
+}
+
+// The columns of the 4x4 block with rows r0..r3.
+fn transpose4(r0: vec4<f32>, r1: vec4<f32>, r2: vec4<f32>, r3: vec4<f32>) -> array<vec4<f32>, 4> {
+  return array<vec4<f32>, 4>(vec4<f32>(r0.x, r1.x, r2.x, r3.x), vec4<f32>(r0.y, r1.y, r2.y, r3.y),
+                             vec4<f32>(r0.z, r1.z, r2.z, r3.z), vec4<f32>(r0.w, r1.w, r2.w, r3.w));
+}
+
+// Q^T of the workgroup's queries, scaled: items of 4 queries x 4 dims.
+fn load_q(batch: u32, head: u32, q0: u32, li: u32) {
   let sc = p.scale * LOG2E;
-  for (var e = 0u; e < 4u; e++) {
-    qt[(4u * db + e) * BQ4 + qb] = vec4<f32>(r[0][e], r[1][e], r[2][e], r[3][e]) * sc;
+  for (var idx = li; idx < BQ4 * D4; idx += WG) {
+    let qb = idx / D4;
+    let db = idx % D4;
+    let i = q0 + 4u * qb;
+    let c = transpose4(q_row(batch, head, i, db), q_row(batch, head, i + 1u, db), q_row(batch, head, i + 2u, db),
+                       q_row(batch, head, i + 3u, db));
+    let at = 4u * db * BQ4 + qb;
+    qt[at] = c[0] * sc;
+    qt[at + BQ4] = c[1] * sc;
+    qt[at + 2u * BQ4] = c[2] * sc;
+    qt[at + 3u * BQ4] = c[3] * sc;
   }
 }
 
-// K^T and V of the tile at key k0 (zeros past nk).
+// K^T and V of the tile at key k0.
 fn load_tile(batch: u32, head: u32, k0: u32, li: u32) {
   for (var idx = li; idx < BK4 * D4; idx += WG) {
     let kb = idx / D4;
     let db = idx % D4;
-    var r: array<vec4<f32>, 4>;
-    for (var e = 0u; e < 4u; e++) {
-      let j = k0 + 4u * kb + e;
-      r[e] = vec4<f32>(0.0);
-      if (j < p.nk) { r[e] = kv[((batch * p.nk + j) * p.kv_stride + p.k_offset + head * D) / 4u + db]; }
-    }
-    for (var e = 0u; e < 4u; e++) {
-      kp[(4u * db + e) * BK4 + kb] = vec4<f32>(r[0][e], r[1][e], r[2][e], r[3][e]);
-    }
+    let j = k0 + 4u * kb;
+    let o = p.k_offset;
+    let c = transpose4(kv_row(batch, head, j, o, db), kv_row(batch, head, j + 1u, o, db), kv_row(batch, head, j + 2u, o, db),
+                       kv_row(batch, head, j + 3u, o, db));
+    let at = 4u * db * BK4 + kb;
+    kp[at] = c[0];
+    kp[at + BK4] = c[1];
+    kp[at + 2u * BK4] = c[2];
+    kp[at + 3u * BK4] = c[3];
   }
-  for (var idx = li; idx < BK * D4; idx += WG) {
-    let j = k0 + idx / D4;
-    var v = vec4<f32>(0.0);
-    if (j < p.nk) { v = kv[((batch * p.nk + j) * p.kv_stride + p.v_offset + head * D) / 4u + idx % D4]; }
-    vs[idx] = v;
-  }
+  for (var idx = li; idx < BK * D4; idx += WG) { vs[idx] = kv_row(batch, head, k0 + idx / D4, p.v_offset, idx % D4); }
 }
 
 @compute @workgroup_size(WG)
@@ -113,7 +128,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   let rg = li / LANES;  // row group: queries q0 + rg*TQ .. + TQ-1
   // This thread's keys in a tile: vec v holds keys 4(v*LANES + lane) .. +3 (interleaved so the
   // lanes of a row group read consecutive vec4); its output dims likewise 4(u*LANES + lane) .. +3.
-  for (var idx = li; idx < BQ4 * D4; idx += WG) { load_transposed_q(batch, head, q0, idx); }
+  load_q(batch, head, q0, li);
 
   var acc: array<vec4<f32>, TQ * RC4>;  // acc[a*RC4 + u]: query a, dims of vec u
   var m: array<f32, TQ>;
@@ -130,14 +145,36 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 
     var s: array<vec4<f32>, TQ * TK4>;  // s[a*TK4 + v]: query a, keys of vec v
     for (var i = 0u; i < TQ * TK4; i++) { s[i] = vec4<f32>(0.0); }
+    var qa: array<vec4<f32>, TQ4>;
+    var kb: array<vec4<f32>, TK4>;
+#if PREFETCH
+    // Software pipelining: the operands of step d+1 are read while step d's FMAs run.
+    var qn: array<vec4<f32>, TQ4>;
+    var kn: array<vec4<f32>, TK4>;
+    for (var t = 0u; t < TQ4; t++) { qn[t] = qt[rg * TQ4 + t]; }
+    for (var v = 0u; v < TK4; v++) { kn[v] = kp[v * LANES + lane]; }
+#endif
     for (var d = 0u; d < D; d++) {
-      var qa: array<vec4<f32>, TQ4>;
-      var kb: array<vec4<f32>, TK4>;
+#if PREFETCH
+      qa = qn;
+      kb = kn;
+      let dn = min(d + 1u, D - 1u);
+      for (var t = 0u; t < TQ4; t++) { qn[t] = qt[dn * BQ4 + rg * TQ4 + t]; }
+      for (var v = 0u; v < TK4; v++) { kn[v] = kp[dn * BK4 + v * LANES + lane]; }
+#else
       for (var t = 0u; t < TQ4; t++) { qa[t] = qt[d * BQ4 + rg * TQ4 + t]; }
       for (var v = 0u; v < TK4; v++) { kb[v] = kp[d * BK4 + v * LANES + lane]; }
-      for (var a = 0u; a < TQ; a++) {
-        let qs = vec4<f32>(qa[a / 4u][a % 4u]);
-        for (var v = 0u; v < TK4; v++) { s[a * TK4 + v] = fma(qs, kb[v], s[a * TK4 + v]); }
+#endif
+      // Components named, not indexed: a dynamic vector index can push the tiles out of registers.
+      for (var t = 0u; t < TQ4; t++) {
+        let qv = qa[t];
+        for (var v = 0u; v < TK4; v++) {
+          let a = 4u * t * TK4 + v;
+          s[a] = fma(vec4<f32>(qv.x), kb[v], s[a]);
+          s[a + TK4] = fma(vec4<f32>(qv.y), kb[v], s[a + TK4]);
+          s[a + 2u * TK4] = fma(vec4<f32>(qv.z), kb[v], s[a + 2u * TK4]);
+          s[a + 3u * TK4] = fma(vec4<f32>(qv.w), kb[v], s[a + 3u * TK4]);
+        }
       }
     }
     if (k0 + BK > p.nk) {  // the last, partial tile: keys past nk get no weight
@@ -173,24 +210,48 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 
     for (var v = 0u; v < TK4; v++) {
       let j = 4u * (v * LANES + lane);
-      for (var e = 0u; e < 4u; e++) {
-        for (var t = 0u; t < TQ4; t++) {
-          kp[(j + e) * BQ4 + rg * TQ4 + t] =
-              vec4<f32>(s[(4u * t) * TK4 + v][e], s[(4u * t + 1u) * TK4 + v][e], s[(4u * t + 2u) * TK4 + v][e],
-                        s[(4u * t + 3u) * TK4 + v][e]);
-        }
+      for (var t = 0u; t < TQ4; t++) {
+        let p0 = s[(4u * t) * TK4 + v];
+        let p1 = s[(4u * t + 1u) * TK4 + v];
+        let p2 = s[(4u * t + 2u) * TK4 + v];
+        let p3 = s[(4u * t + 3u) * TK4 + v];
+        let at = j * BQ4 + rg * TQ4 + t;
+        kp[at] = vec4<f32>(p0.x, p1.x, p2.x, p3.x);
+        kp[at + BQ4] = vec4<f32>(p0.y, p1.y, p2.y, p3.y);
+        kp[at + 2u * BQ4] = vec4<f32>(p0.z, p1.z, p2.z, p3.z);
+        kp[at + 3u * BQ4] = vec4<f32>(p0.w, p1.w, p2.w, p3.w);
       }
     }
     workgroupBarrier();
 
+    var pa: array<vec4<f32>, TQ4>;
+    var vb: array<vec4<f32>, RC4>;
+#if PREFETCH
+    var pn: array<vec4<f32>, TQ4>;
+    var vn: array<vec4<f32>, RC4>;
+    for (var t = 0u; t < TQ4; t++) { pn[t] = kp[rg * TQ4 + t]; }
+    for (var u = 0u; u < RC4; u++) { vn[u] = vs[u * LANES + lane]; }
+#endif
     for (var j = 0u; j < BK; j++) {
-      var pa: array<vec4<f32>, TQ4>;
-      var vb: array<vec4<f32>, RC4>;
+#if PREFETCH
+      pa = pn;
+      vb = vn;
+      let jn = min(j + 1u, BK - 1u);
+      for (var t = 0u; t < TQ4; t++) { pn[t] = kp[jn * BQ4 + rg * TQ4 + t]; }
+      for (var u = 0u; u < RC4; u++) { vn[u] = vs[jn * D4 + u * LANES + lane]; }
+#else
       for (var t = 0u; t < TQ4; t++) { pa[t] = kp[j * BQ4 + rg * TQ4 + t]; }
       for (var u = 0u; u < RC4; u++) { vb[u] = vs[j * D4 + u * LANES + lane]; }
-      for (var a = 0u; a < TQ; a++) {
-        let pw = vec4<f32>(pa[a / 4u][a % 4u]);
-        for (var u = 0u; u < RC4; u++) { acc[a * RC4 + u] = fma(pw, vb[u], acc[a * RC4 + u]); }
+#endif
+      for (var t = 0u; t < TQ4; t++) {
+        let pv = pa[t];
+        for (var u = 0u; u < RC4; u++) {
+          let a = 4u * t * RC4 + u;
+          acc[a] = fma(vec4<f32>(pv.x), vb[u], acc[a]);
+          acc[a + RC4] = fma(vec4<f32>(pv.y), vb[u], acc[a + RC4]);
+          acc[a + 2u * RC4] = fma(vec4<f32>(pv.z), vb[u], acc[a + 2u * RC4]);
+          acc[a + 3u * RC4] = fma(vec4<f32>(pv.w), vb[u], acc[a + 3u * RC4]);
+        }
       }
     }
     workgroupBarrier();  // before the next tile overwrites K^T / P^T and V

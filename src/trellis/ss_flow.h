@@ -23,8 +23,9 @@ using formats::SsFlowConfig;  // read from the stage's tensor shapes (trellis/ss
 
 struct SsFlowOptions {
   kernels::QMatmulGeometry matmul{};
-  // mlp.2 (K = 3072, few output tiles): split-K chunks; 1 = the plain geometry above.
-  uint32_t mlp2_k_splits = 1;
+  // mlp.2 (K = 3072, few output tiles): split-K chunks; 1 = the plain geometry above. H200, batch
+  // 2 (2026-12-03): 21.2 ms per forward unsplit, 15.7 + 0.6 (sum pass) with 2; 3, 4, 6 no better.
+  uint32_t mlp2_k_splits = 2;
   // Flash attention: the quad variant where the device has subgroups (else plain), or the tiled
   // one where asked for (its geometry shrunk to fit the device's workgroup memory).
   kernels::FlashVariant attention = kernels::FlashVariant::Quad;
