@@ -14,4 +14,7 @@ if ! ls .dev/debs/libvulkan1_*.deb >/dev/null 2>&1; then
   apt-get $o update -qq
   (cd .dev/debs && apt-get $o download libvulkan1)
 fi
+# The device tool carries at most 64 MiB with the tracked tree: ship bin/ and libs/ as one xz tarball.
+tar cJf .dev/bundle.tar.xz -C .dev bin libs
+rm -rf .dev/bin .dev/libs
 du -sh .dev

@@ -13,6 +13,7 @@ FINAL=${OUT:-/tmp/ember-final}
 OUT=/tmp/ember-out
 mkdir -p "$OUT" "$FINAL"
 trap 'tar czf "$FINAL/results.tgz" -C "$OUT" .' EXIT
+[ -f .dev/bundle.tar.xz ] && tar xJf .dev/bundle.tar.xz -C .dev
 for f in .dev/debs/*.deb; do dpkg -x "$f" /; done
 ldconfig
 export PATH="$PWD/.dev/bin:$PATH"
