@@ -66,13 +66,9 @@ bool label_matches(const std::string& name, const std::string& label) {
 std::map<std::string, double> prefill_flops_by_label(const llm::Lfm2Model& model, uint32_t T) {
   std::map<std::string, double> out;
   const auto& s = model.shape();
-  const auto& ch = model.choices();
   for (const auto& m : matrix_shapes(s)) {
-    if (m.key == "head") {
-      const auto& mv = ch.matvec_for(m.key);
-      kernels::MatvecQ4 k(model.kernels(), {.rows = m.rows, .cols = m.cols, .asymmetric = m.asymmetric, .variant = mv.variant,
-                                            .geometry = mv.geometry, .mode = m.mode});
-      out[k.kernel().label()] += 2.0 * m.rows * m.cols;
+    if (m.key == "head") {  // the model's own head matvec (its label carries the norm fusion)
+      out[model.decode_matvec(m.key).kernel().label()] += 2.0 * m.rows * m.cols;
       continue;
     }
     kernels::MatmulQ4 k(model.kernels(), model.prefill_matmul(m.key));
