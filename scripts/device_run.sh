@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the lent GPU machine (see scripts/device_pack.sh): installs the Vulkan loader, makes sure
 # Dawn sees the real GPU (never Dawn's Null adapter), then runs the benchmarks given as arguments
-# ("gpu", "llm" = bench llm with the seed candidate, "tune" = ember tune then bench llm of the
+# ("gpu", "llm" = bench llm with the seed candidate, "llm-tuned" = the same with
+# bench/results/tuned_runtime.json, "tune" = ember tune then bench llm of the
 # tuned pack, "tune-mlp" = the same with --allow-mlp-pair (fused vs unfused MLP timed, the faster
 # kept: it names the down weight), "ss-flow", "ss-flow-attn" = flash-attention variants and mlp.2
 # split-K at batch 2, "seed-check" = the ss-flow seed-configuration check against the CPU
@@ -79,7 +80,7 @@ for what in "$@"; do
         python3 -c "import json,sys; f=json.load(open(sys.argv[1]))['forward_batch2']; k={e['kernel']: e['total_ms'] for e in f['kernels']}; print('mlp.2 split %s: b2 wall %.2f ms, kernels %.2f ms, mlp.2 %.2f + sum %.2f ms' % (sys.argv[2], f['wall_ms'], f['gpu_kernels_ms'], k.get('mlp.2+gate', 0), k.get('mlp.2+gate.sum', 0)))" "$OUT/ss_flow_mlp2_split$splits.json" $splits
       done
       ember bench ss-flow --synthetic --gpu-fast --attention tiled --repeats 3 ;;
-    llm|tune|tune-mlp)
+    llm|llm-tuned|tune|tune-mlp)
       # A seed-000-shaped pack with random weights, its candidate the seed's unchanged (the
       # seed's runtime.json describes exactly the layout the packer writes for that shape).
       if [ ! -f /tmp/seed_pack/weights.bin ]; then
@@ -89,6 +90,10 @@ for what in "$@"; do
       if [ "$what" = llm ]; then
         ember bench llm --model /tmp/seed_pack --quiet --json > "$OUT/bench_llm_seed.json"
         ember bench llm --model /tmp/seed_pack --quiet --profile --repeats 1 --gen 64 | tee "$OUT/bench_llm_seed.txt"
+      elif [ "$what" = llm-tuned ]; then  # the candidate of the last recorded H200 tune, without re-tuning
+        rm -rf /tmp/tuned_rec_pack && cp -r /tmp/seed_pack /tmp/tuned_rec_pack && cp bench/results/tuned_runtime.json /tmp/tuned_rec_pack/runtime.json
+        ember bench llm --model /tmp/tuned_rec_pack --quiet --json > "$OUT/bench_llm_tuned_rec.json"
+        ember bench llm --model /tmp/tuned_rec_pack --quiet --profile --repeats 1 --gen 64 | tee "$OUT/bench_llm_tuned_rec.txt"
       elif [ "$what" = tune-mlp ]; then
         rm -rf /tmp/tuned_mlp_pack && cp -r /tmp/seed_pack /tmp/tuned_mlp_pack
         ember tune --model /tmp/tuned_mlp_pack --allow-mlp-pair --json > "$OUT/tune_mlp.json" 2> >(tee "$OUT/tune_mlp.err" >&2)
