@@ -47,7 +47,7 @@ Scheduler::Scheduler(llm::Session& session, const SchedulerOptions& options) : s
       slots_[i].batch_groups = sampler_->bind(batch_->logits_row(i), {&slots_[i].model->tokens()}, {&slots_[i].params});
   }
   readback_size_ = (uint64_t(options.parallel) * 4 + 255) / 256 * 256;
-  readback_ = device.create_buffer(readback_size_, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "slots.readback");
+  for (auto& b : readback_) b = device.create_buffer(readback_size_, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "slots.readback");
   thread_ = std::thread([this] { run(); });
 }
 
@@ -118,7 +118,7 @@ void Scheduler::admit(std::vector<Slot*>& joined) {
     s.job = waiting_.front();
     waiting_.pop_front();
     if (cancel_all_) s.job->cancel();
-    s.steps = 0;
+    s.steps = s.submitted = 0;
     active_++;
     joined.push_back(&s);
   }
@@ -126,10 +126,15 @@ void Scheduler::admit(std::vector<Slot*>& joined) {
 
 void Scheduler::run() {
   while (true) {
+    bool done = false;
     {
       std::unique_lock lock(mutex_);
       cv_.wait(lock, [&] { return stop_ || !waiting_.empty() || active_ > 0; });
-      if (stop_ && waiting_.empty() && active_ == 0) return;
+      done = stop_ && waiting_.empty() && active_ == 0;
+    }
+    if (done) {
+      finish_in_flight(/*discard=*/true);  // nothing may still write into a buffer we free
+      return;
     }
     std::vector<Slot*> joined;
     admit(joined);
@@ -148,10 +153,14 @@ void Scheduler::run() {
     }
     for (auto& s : slots_)  // a client gone between steps frees its slot now
       if (s.job && s.job->cancelled()) end(s);
-    if (active() == 0) continue;
     try {
+      if (active() == 0) {  // every job of the step in flight has ended: drop its ids
+        finish_in_flight(/*discard=*/true);
+        continue;
+      }
       step();
     } catch (const std::exception& e) {  // a GPU failure ends every request in the step
+      in_flight_.reset();
       const std::string error = std::string("generation failed: ") + e.what();
       for (auto& s : slots_)
         if (s.job) end(s, &error);
@@ -161,55 +170,79 @@ void Scheduler::run() {
 
 void Scheduler::step() {
   const auto& device = session_.device();
-  gpu::Recorder rec(device);
-  // llm::Generator's step for each slot: decode the previous id (not for the first), sample the
-  // next into tokens[position], copy it out (here to this slot's word of the shared read-back).
-  // The decodes of two or more slots run as one batched step (row i = slot i).
+  // llm::Generator's step for each slot that may go on: decode the previous id (not for the
+  // first), sample the next into tokens[position], copy it out (here to this slot's word of a
+  // read-back buffer). The decodes of two or more slots run as one batched step (row i = slot i).
+  auto may_go_on = [&](const Slot& s) {
+    const auto& r = s.job->request();
+    return s.submitted < std::max<uint32_t>(1, r.max_tokens) && r.prompt.size() + s.submitted < capacity_;
+  };
   std::vector<uint32_t> decoding;
-  for (uint32_t i = 0; i < slots_.size(); i++)
-    if (slots_[i].job && slots_[i].steps > 0) decoding.push_back(i);
-  const bool batched = batch_ && decoding.size() >= 2;
-  if (batched) batch_->record(rec, decoding);
   std::vector<Slot*> stepping;
   for (uint32_t i = 0; i < slots_.size(); i++) {
     Slot& s = slots_[i];
-    if (!s.job) continue;
-    const bool from_batch = batched && s.steps > 0;
-    if (s.steps > 0 && !from_batch) s.model->record_decode(rec);
-    const auto& sampling = s.job->request().sampling;
-    const uint32_t pos = s.model->position();
-    kernels::upload_params(device, s.params, sampling.gpu_params(sample_vocab_, pos, s.steps));
-    const auto& groups = from_batch ? s.batch_groups : s.groups;
-    if (sampling.greedy()) sampler_->record_greedy(rec, groups);
-    else sampler_->record_sample(rec, groups);
-    rec.copy(s.model->tokens(), uint64_t(pos) * 4, readback_, uint64_t(i) * 4, 4);
+    if (!s.job || !may_go_on(s)) continue;
     stepping.push_back(&s);
+    if (s.submitted > 0) decoding.push_back(i);
   }
-  rec.submit();
+  if (!stepping.empty()) {
+    gpu::Recorder rec(device);
+    const bool batched = batch_ && decoding.size() >= 2;
+    if (batched) batch_->record(rec, decoding);
+    InFlight f;
+    f.readback = next_readback_;
+    next_readback_ ^= 1u;
+    f.batched_rows = batched ? decoding.size() : 0;
+    for (Slot* s : stepping) {
+      const bool from_batch = batched && s->submitted > 0;
+      if (s->submitted > 0 && !from_batch) s->model->record_decode(rec);
+      const auto& sampling = s->job->request().sampling;
+      const uint32_t pos = s->model->position();
+      kernels::upload_params(device, s->params, sampling.gpu_params(sample_vocab_, pos, s->submitted));
+      const auto& groups = from_batch ? s->batch_groups : s->groups;
+      if (sampling.greedy()) sampler_->record_greedy(rec, groups);
+      else sampler_->record_sample(rec, groups);
+      rec.copy(s->model->tokens(), uint64_t(pos) * 4, readback_[f.readback], uint64_t(s - slots_.data()) * 4, 4);
+      s->submitted++;
+      f.rows.emplace_back(s, s->job);
+    }
+    rec.submit();
+    WGPUBufferMapCallbackInfo cb{};
+    cb.mode = WGPUCallbackMode_AllowProcessEvents;
+    cb.callback = [](WGPUMapAsyncStatus, WGPUStringView, void* u, void*) { *static_cast<bool*>(u) = true; };
+    cb.userdata1 = f.mapped.get();
+    wgpuBufferMapAsync(readback_[f.readback].get(), WGPUMapMode_Read, 0, readback_size_, cb);
+    finish_in_flight();
+    in_flight_ = std::move(f);
+  } else {
+    finish_in_flight();
+  }
+}
 
-  bool ready = false;
-  WGPUBufferMapCallbackInfo cb{};
-  cb.mode = WGPUCallbackMode_AllowProcessEvents;
-  cb.callback = [](WGPUMapAsyncStatus, WGPUStringView, void* u, void*) { *static_cast<bool*>(u) = true; };
-  cb.userdata1 = &ready;
-  wgpuBufferMapAsync(readback_.get(), WGPUMapMode_Read, 0, readback_size_, cb);
-  device.instance().wait_until([&] { return ready; });
-  device.check("batched decode step");
+void Scheduler::finish_in_flight(bool discard) {
+  if (!in_flight_) return;
+  InFlight f = std::move(*in_flight_);
+  in_flight_.reset();
+  const auto& device = session_.device();
+  const gpu::Buffer& rb = readback_[f.readback];
+  device.instance().wait_until([&] { return *f.mapped; });
+  device.check("decode step");
   std::vector<uint32_t> ids(slots_.size());
-  std::memcpy(ids.data(), wgpuBufferGetConstMappedRange(readback_.get(), 0, readback_size_), ids.size() * 4);
-  wgpuBufferUnmap(readback_.get());
+  std::memcpy(ids.data(), wgpuBufferGetConstMappedRange(rb.get(), 0, readback_size_), ids.size() * 4);
+  wgpuBufferUnmap(rb.get());
+  if (discard) return;
   {
     std::lock_guard lock(mutex_);
     steps_++;
-    if (batched) batched_rows_ += decoding.size();
+    batched_rows_ += f.batched_rows;
   }
-
-  for (Slot* s : stepping) {
+  for (auto& [s, job] : f.rows) {
+    if (s->job != job) continue;  // ended (stop, cancel) while this step ran: its id is dropped
     const uint32_t id = ids[static_cast<size_t>(s - slots_.data())];
     s->steps++;
-    const bool go_on = s->job->accept(id);
-    const auto& r = s->job->request();
-    if (!go_on || s->steps >= std::max<uint32_t>(1, r.max_tokens) || s->model->position() + 1 >= capacity_) end(*s);
+    const bool go_on = job->accept(id);
+    const auto& r = job->request();
+    if (!go_on || s->steps >= std::max<uint32_t>(1, r.max_tokens) || r.prompt.size() + s->steps >= capacity_) end(*s);
   }
 }
 

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -62,12 +63,26 @@ class Scheduler {
     kernels::Sampler::Groups groups;        // samples the model's own logits (prefill, lone decode)
     kernels::Sampler::Groups batch_groups;  // samples this slot's row of the batch decoder's logits
     std::shared_ptr<Job> job;
-    uint32_t steps = 0;  // ids sampled for the current job
+    uint32_t steps = 0;      // ids of the current job read back and accepted
+    uint32_t submitted = 0;  // ids of the current job sampled on the GPU (steps, plus the step in flight)
+  };
+  // A submitted step whose ids are not read yet: each row's slot and the job it sampled for (a
+  // slot that ended or got a new job meanwhile ignores its id).
+  struct InFlight {
+    uint32_t readback = 0;
+    std::vector<std::pair<Slot*, std::shared_ptr<Job>>> rows;
+    uint64_t batched_rows = 0;
+    std::shared_ptr<bool> mapped = std::make_shared<bool>(false);
   };
 
   void run();
   void admit(std::vector<Slot*>& joined);
+  // Submits the next step of every slot that may go on, then reads back the previous step's ids
+  // (so the GPU works on one step while the CPU handles the last): a stop costs at most the
+  // one token in flight, which is discarded.
   void step();
+  // Waits for the step in flight and hands its ids to the jobs (or drops them with `discard`).
+  void finish_in_flight(bool discard = false);
   // Frees the slot, then completes its job (or fails it with *error) and reports it to on_done.
   void end(Slot& slot, const std::string* error = nullptr);
 
@@ -77,8 +92,10 @@ class Scheduler {
   std::unique_ptr<kernels::Sampler> sampler_;
   std::vector<Slot> slots_;
   std::unique_ptr<llm::Lfm2BatchDecoder> batch_;  // row i = slot i; null where the shapes do not allow it
-  gpu::Buffer readback_;
+  gpu::Buffer readback_[2];  // alternate: one in flight, one being read
   uint64_t readback_size_ = 0;
+  uint32_t next_readback_ = 0;
+  std::optional<InFlight> in_flight_;
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;
