@@ -106,13 +106,13 @@ TEST(AttentionPrefill, CausalMatchesReferenceForTokenCountsAndStarts) {
   }
 }
 
-TEST(AttentionPrefill, SmallTilesAndWideWorkgroup) {
+// Runs one prefill of T queries at start over a fresh cache and compares with the reference.
+static void check_prefill(const kernels::AttentionConfig& config, uint32_t T, uint32_t start, uint32_t seed) {
   auto& dev = test_device();
-  const uint32_t H = 4, KV = 1, d = 64, T = 11, start = 4;
-  kernels::AttentionPrefill attn(test_kernels(), {.heads = H, .kv_heads = KV, .head_dim = d, .workgroup = 128,
-                                                  .query_tile = 4, .key_tile = 8});
-  Cache c = make_cache(32, start + T, KV, d, 77);
-  auto q = test::random_floats(size_t(T) * H * d, 78);
+  const uint32_t H = config.heads, KV = config.kv_heads, d = config.head_dim, row = d + config.padding;
+  kernels::AttentionPrefill attn(test_kernels(), config);
+  Cache c = make_cache(start + T + 9, start + T, KV, row, seed);  // poison past the last key
+  auto q = test::random_floats(size_t(T) * H * d, seed + 1, 1.5f);
   auto qb = test::buffer_from(q, "q"), kb = test::buffer_from(c.k, "k"), vb = test::buffer_from(c.v, "v");
   auto out = test::poisoned(q.size(), "out");
   auto step = kernels::create_step_buffer(dev);
@@ -121,6 +121,21 @@ TEST(AttentionPrefill, SmallTilesAndWideWorkgroup) {
   gpu::Recorder rec(dev);
   attn.record(rec, g, T);
   rec.submit();
-  auto ref = reference::attention(q, c.k, c.v, T, H, KV, d, d, start);
-  EXPECT_LT(test::rel_l2(test::read_floats(out, ref.size()), ref), test::kF32Tolerance);
+  auto ref = reference::attention(q, c.k, c.v, T, H, KV, d, row, start);
+  EXPECT_LT(test::rel_l2(test::read_floats(out, ref.size()), ref), test::kF32Tolerance)
+      << "d " << d << " T " << T << " start " << start << " BQ " << config.query_tile << " BK " << config.key_tile;
+}
+
+TEST(AttentionPrefill, SmallTiles) {
+  check_prefill({.heads = 4, .kv_heads = 1, .head_dim = 64, .query_tile = 4, .key_tile = 8}, 11, 4, 77);
+}
+
+// Lengths that are not multiples of the query or key tile, each with earlier tokens in the cache,
+// under the default geometry and a wider one (64 queries, 64-key tiles).
+TEST(AttentionPrefill, AwkwardLengthsAfterEarlierTokens) {
+  for (auto [bq, bk] : std::vector<std::pair<uint32_t, uint32_t>>{{32, 32}, {64, 64}})
+    for (auto [T, start] : std::vector<std::pair<uint32_t, uint32_t>>{{1, 7}, {17, 3}, {100, 29}, {333, 50}})
+      check_prefill({.heads = 4, .kv_heads = 2, .head_dim = 64, .query_tile = bq, .key_tile = bk}, T, start,
+                    T * 7 + start + bq);
+  check_prefill({.heads = 6, .kv_heads = 3, .head_dim = 20, .padding = 1}, 100, 29, 5);  // head_dim not a multiple of 4
 }

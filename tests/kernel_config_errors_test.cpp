@@ -35,9 +35,14 @@ TEST(KernelConfigErrors, NameTheKernelAndTheProblem) {
   EXPECT_NE(error_of([&] { kernels::AttentionDecode(k, {.heads = 6, .kv_heads = 4, .head_dim = 64}); })
                 .find("multiple of kv_heads"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { kernels::AttentionPrefill(k, {.heads = 4, .kv_heads = 2, .head_dim = 256,
-                                                         .query_tile = 32, .key_tile = 32}); })
+  EXPECT_NE(error_of([&] { kernels::AttentionPrefill(k, {.heads = 4, .kv_heads = 2, .head_dim = 64,
+                                                         .query_tile = 32, .key_tile = 256}); })
                 .find("workgroup memory"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { kernels::AttentionPrefill(k, {.heads = 4, .kv_heads = 2, .head_dim = 128}); }).find("head_dim"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { kernels::AttentionPrefill(k, {.heads = 4, .kv_heads = 2, .head_dim = 64, .key_tile = 12}); })
+                .find("key_tile"),
             std::string::npos);
   EXPECT_NE(error_of([&] { kernels::ShortConv(k, {.hidden = 64, .in_stride = 100}); }).find("in_stride"),
             std::string::npos);

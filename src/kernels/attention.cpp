@@ -64,15 +64,18 @@ void AttentionDecode::record(gpu::Recorder& rec, const Groups& groups, uint32_t 
 
 AttentionPrefill::AttentionPrefill(gpu::KernelCache& kernels, const AttentionConfig& config)
     : kernels_(kernels), config_(checked(config, "AttentionPrefill")) {
-  const uint64_t bq = config_.query_tile, bk = config_.key_tile, d = config_.head_dim;
-  const uint64_t bytes = 4 * ((2 * bq + 2 * bk) * d + bq * bk + 3 * bq);
-  if (bq == 0 || bk == 0) throw Error("query_tile and key_tile must be positive", "AttentionPrefill");
+  const uint64_t bq = config_.query_tile, bk = config_.key_tile;
+  if (config_.head_dim > 64)
+    throw Error("head_dim " + std::to_string(config_.head_dim) + " above 64 (queries live in 16 vec4 registers)",
+                "AttentionPrefill");
+  if (bq == 0 || bq > 1024) throw Error("query_tile (threads, one query each) must be in 1..1024", "AttentionPrefill");
+  if (bk == 0 || bk % 8 != 0) throw Error("key_tile must be a positive multiple of 8", "AttentionPrefill");
+  const uint64_t bytes = 2 * bk * 64 * 4;  // K and V tiles of bk zero-padded 64-wide rows
   if (bytes > kernels.device().limits().maxComputeWorkgroupStorageSize)
     throw Error("tiles need " + std::to_string(bytes) + " bytes of workgroup memory, the adapter has " +
                     std::to_string(kernels.device().limits().maxComputeWorkgroupStorageSize),
-                "AttentionPrefill", "use smaller query_tile/key_tile");
-  kernel_ = &kernels.get({.file = "attention_prefill.wgsl",
-                          .constants = {{"WG", config_.workgroup}, {"BQ", bq}, {"BK", bk}, {"MAXD", d}}});
+                "AttentionPrefill", "use a smaller key_tile");
+  kernel_ = &kernels.get({.file = "attention_prefill.wgsl", .constants = {{"BQ", bq}, {"BK", bk}}});
   params_ = kernels.device().create_uniform(params_of(config_), "attention params");
 }
 

@@ -2,7 +2,8 @@
 //   AttentionDecode: one query token, flash-decoding (attention_decode.wgsl + attention_combine.wgsl);
 //     L = StepParams.start + 1; the block count B is a record() argument (no new bind groups);
 //     B = 1 is one dispatch (attention_decode.wgsl DIRECT writes the output, no combine).
-//   AttentionPrefill: T causal queries at StepParams.start + t, tiled (attention_prefill.wgsl);
+//   AttentionPrefill: T causal queries at StepParams.start + t, one per thread with its accumulator in
+//     registers, K/V tiles shared in workgroup memory (attention_prefill.wgsl); head_dim <= 64;
 //     T is read from StepParams.rows, which must equal record()'s T.
 #pragma once
 
@@ -27,9 +28,10 @@ struct AttentionConfig {
   uint32_t q_stride = 0, q_offset = 0;  // elements per token / of token 0 in q; stride 0 = heads * head_dim
   float scale = 0;                      // 0 = 1 / sqrt(head_dim)
   bool subgroups = false;               // decode: subgroup reductions (shared memory otherwise)
-  uint32_t workgroup = 64;              // decode: keys per tile (power of two); prefill: threads
+  uint32_t workgroup = 64;              // decode: keys per tile (power of two)
   uint32_t max_blocks = 64;             // decode: largest B record() accepts (sizes the partials)
-  uint32_t query_tile = 16, key_tile = 16;  // prefill: BQ, BK
+  uint32_t query_tile = 32;             // prefill: queries per workgroup = threads (one query each)
+  uint32_t key_tile = 32;               // prefill: keys per workgroup-memory tile (multiple of 8)
 };
 
 class AttentionDecode {
