@@ -14,6 +14,7 @@
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/step.h"
+#include "llm/lfm2_kernel_configs.h"
 
 namespace ember::llm {
 
@@ -94,25 +95,19 @@ Lfm2BatchDecoder::Lfm2BatchDecoder(std::vector<Lfm2Model*> sequences)
   const KernelChoices& choices = model_.choices();
   const auto& s = model_.shape();
   const uint32_t N = rows();
-  const uint32_t H = u32(s.hidden), F = u32(s.ffn), V = u32(s.vocab), D = u32(s.head_dim);
-  const uint32_t Q = u32(s.q_rows()), KV = u32(s.kv_rows()), QKV = u32(s.qkv_rows());
-  const float eps = static_cast<float>(s.eps());
-  const bool sg = choices.subgroups;
+  const uint32_t H = u32(s.hidden), F = u32(s.ffn), V = u32(s.vocab);
+  const uint32_t Q = u32(s.q_rows()), QKV = u32(s.qkv_rows());
 
-  // ---- kernel families (the same configurations as Lfm2Model::build) ----
+  // ---- kernel families (configurations shared with Lfm2Model::build) ----
   ops_ = std::make_unique<Ops>();
   Ops& o = *ops_;
-  o.norm.emplace(kernels, kernels::RmsNormConfig{.cols = H, .eps = eps, .subgroups = sg});
-  o.q_norm.emplace(kernels, kernels::RmsNormConfig{.cols = D, .eps = eps, .heads = u32(s.heads), .token_stride = QKV, .offset = 0,
-                                                   .in_place = true, .subgroups = sg, .workgroup = 64});
-  o.k_norm.emplace(kernels, kernels::RmsNormConfig{.cols = D, .eps = eps, .heads = u32(s.kv_heads), .token_stride = QKV, .offset = Q,
-                                                   .in_place = true, .subgroups = sg, .workgroup = 64});
-  o.rope.emplace(kernels, kernels::RopeConfig{.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D, .q_stride = QKV,
-                                              .q_offset = 0, .k_stride = QKV, .k_offset = Q, .shared_qk = true});
-  o.kv_write.emplace(kernels, kernels::KvWriteConfig{.kv_heads = u32(s.kv_heads), .head_dim = D, .padding = choices.padding,
-                                                     .k_stride = QKV, .k_offset = Q, .v_stride = QKV, .v_offset = Q + KV});
-  o.attn_decode.emplace(kernels, kernels::AttentionConfig{.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D,
-                                                          .padding = choices.padding, .q_stride = QKV, .q_offset = 0, .subgroups = sg});
+  const Lfm2KernelConfigs kc = lfm2_kernel_configs(s, choices);
+  o.norm.emplace(kernels, kc.norm);
+  o.q_norm.emplace(kernels, kc.q_norm);
+  o.k_norm.emplace(kernels, kc.k_norm);
+  o.rope.emplace(kernels, kc.rope);
+  o.kv_write.emplace(kernels, kc.kv_write);
+  o.attn_decode.emplace(kernels, kc.attention);
   o.conv.emplace(kernels, kernels::ConvConfig{.hidden = H, .fused = true});
   o.silu_mul.emplace(kernels, kernels::SiluMulConfig{.ffn = F});
   o.embed.emplace(kernels, kernels::EmbedConfig{.rows = V, .cols = H, .asymmetric = weights.has("embed.zero_points")});

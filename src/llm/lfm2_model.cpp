@@ -17,6 +17,7 @@
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/step.h"
+#include "llm/lfm2_kernel_configs.h"
 
 namespace ember::llm {
 
@@ -105,24 +106,18 @@ void Lfm2Model::build() {
   // ---- kernel families ----
   ops_ = std::make_unique<Ops>();
   Ops& o = *ops_;
-  const bool sg = choices_.subgroups;
-  o.norm.emplace(kernels, kernels::RmsNormConfig{.cols = H, .eps = eps, .subgroups = sg});
-  o.q_norm.emplace(kernels, kernels::RmsNormConfig{.cols = D, .eps = eps, .heads = u32(s.heads), .token_stride = QKV, .offset = 0,
-                                                   .in_place = true, .subgroups = sg, .workgroup = 64});
-  o.k_norm.emplace(kernels, kernels::RmsNormConfig{.cols = D, .eps = eps, .heads = u32(s.kv_heads), .token_stride = QKV, .offset = Q,
-                                                   .in_place = true, .subgroups = sg, .workgroup = 64});
-  o.rope.emplace(kernels, kernels::RopeConfig{.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D, .q_stride = QKV,
-                                              .q_offset = 0, .k_stride = QKV, .k_offset = Q, .shared_qk = true});
-  o.kv_write.emplace(kernels, kernels::KvWriteConfig{.kv_heads = u32(s.kv_heads), .head_dim = D, .padding = choices_.padding,
-                                                     .k_stride = QKV, .k_offset = Q, .v_stride = QKV, .v_offset = Q + KV});
+  const Lfm2KernelConfigs kc = lfm2_kernel_configs(s, choices_);
+  o.norm.emplace(kernels, kc.norm);
+  o.q_norm.emplace(kernels, kc.q_norm);
+  o.k_norm.emplace(kernels, kc.k_norm);
+  o.rope.emplace(kernels, kc.rope);
+  o.kv_write.emplace(kernels, kc.kv_write);
   if (choices_.qk_fuse)
     o.qk_norm_rope_kv.emplace(kernels, kernels::QkNormRopeKvConfig{.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D,
                                                                    .padding = choices_.padding, .stride = QKV, .q_offset = 0, .k_offset = Q,
                                                                    .v_offset = Q + KV, .eps = eps});
-  kernels::AttentionConfig ac{.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D, .padding = choices_.padding,
-                              .q_stride = QKV, .q_offset = 0, .subgroups = sg};
-  o.attn_decode.emplace(kernels, ac);
-  o.attn_prefill.emplace(kernels, ac);
+  o.attn_decode.emplace(kernels, kc.attention);
+  o.attn_prefill.emplace(kernels, kc.attention);
   o.conv_decode.emplace(kernels, kernels::ConvConfig{.hidden = H, .fused = true});
   o.conv_prefill.emplace(kernels, kernels::ConvConfig{.hidden = H, .fused = false});
   o.silu_mul.emplace(kernels, kernels::SiluMulConfig{.ffn = F});
