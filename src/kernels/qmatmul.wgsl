@@ -11,20 +11,7 @@
 // SPLIT_K: workgroup z sums only columns [z k_chunk, (z+1) k_chunk) and writes that partial (plus
 // b for z = 0) to y as [z][tokens][rows]; qmatmul_split_sum.wgsl then adds the partials and
 // applies the epilogue. For matrices whose few output tiles would leave SMs idle for a long K.
-struct Params {
-  tokens: u32,
-  rows: u32,
-  cols: u32,
-  padded_rows: u32,
-  padded_cols: u32,
-  x_stride: u32,
-  y_stride: u32,
-  tokens_per_batch: u32,
-  gate_stride: u32,
-  gate_offset: u32,
-  add_period: u32,
-  k_chunk: u32,  // columns per workgroup z (padded_cols without SPLIT_K)
-}
+#include "qmatmul_params.wgsl"
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> wq: array<u32>;

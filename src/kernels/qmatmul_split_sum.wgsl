@@ -1,19 +1,6 @@
 // Second pass of a split-K qmatmul (qmatmul.wgsl with SPLIT_K): y[t][r] = epilogue(sum over z of
 // part[z][t][r]); the bias is already in part[0]. Same Params and epilogue defines as qmatmul.
-struct Params {
-  tokens: u32,
-  rows: u32,
-  cols: u32,
-  padded_rows: u32,
-  padded_cols: u32,
-  x_stride: u32,
-  y_stride: u32,
-  tokens_per_batch: u32,
-  gate_stride: u32,
-  gate_offset: u32,
-  add_period: u32,
-  k_chunk: u32,
-}
+#include "qmatmul_params.wgsl"
 
 @group(0) @binding(0) var<storage, read> part: array<f32>;
 @group(0) @binding(1) var<storage, read_write> y: array<f32>;
