@@ -5,25 +5,7 @@
 // Layout (floats; strides and offsets multiples of 4): query i of batch b, head h at
 //   q[(b*nq + i) * q_stride + q_offset + 64h], key j at kv[(b*nk + j) * kv_stride + k_offset + 64h],
 //   value j at kv[... + v_offset + 64h]; output o[(b*nq + i) * o_stride + 64h].
-struct Params {
-  nq: u32,
-  nk: u32,
-  q_stride: u32,
-  kv_stride: u32,
-  o_stride: u32,
-  q_offset: u32,
-  k_offset: u32,
-  v_offset: u32,
-  scale: f32,
-  _p0: u32,
-  _p1: u32,
-  _p2: u32,
-}
-
-@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> kv: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> o: array<vec4<f32>>;
-@group(0) @binding(3) var<uniform> p: Params;
+#include "flash_attention_params.wgsl"
 
 override BQ: u32 = 64u;  // queries (threads) per workgroup
 const BK: u32 = 32u;     // keys per tile (the score registers of a thread)

@@ -5,25 +5,7 @@ enable subgroups;
 // workgroup memory feed 4 queries (16 FMAs per load instead of 4); the quad's partial dot products
 // are summed with two rounds of xor shuffles, so all 4 lanes see bit-identical scores. Online softmax every
 // SUB keys. Needs subgroups whose size is a multiple of 4, laid out over local_invocation_index.
-struct Params {
-  nq: u32,
-  nk: u32,
-  q_stride: u32,
-  kv_stride: u32,
-  o_stride: u32,
-  q_offset: u32,
-  k_offset: u32,
-  v_offset: u32,
-  scale: f32,
-  _p0: u32,
-  _p1: u32,
-  _p2: u32,
-}
-
-@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> kv: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> o: array<vec4<f32>>;
-@group(0) @binding(3) var<uniform> p: Params;
+#include "flash_attention_params.wgsl"
 
 override BQ: u32 = 64u;  // threads = queries per workgroup (multiple of 4)
 override BK: u32 = 32u;  // keys per workgroup-memory tile (multiple of SUB; 64 needs 32 KiB)

@@ -11,25 +11,7 @@ enable subgroups;
 // PREFETCH: workgroup-memory operands read one step ahead. exp2 with log2(e) folded into the
 // query scale. Needs subgroups of a multiple of LANES lanes
 // laid out over local_invocation_index. Workgroup memory: 4 * (D*BQ + max(D, BQ)*BK + BK*D) bytes.
-struct Params {
-  nq: u32,
-  nk: u32,
-  q_stride: u32,
-  kv_stride: u32,
-  o_stride: u32,
-  q_offset: u32,
-  k_offset: u32,
-  v_offset: u32,
-  scale: f32,
-  _p0: u32,
-  _p1: u32,
-  _p2: u32,
-}
-
-@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> kv: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> o: array<vec4<f32>>;
-@group(0) @binding(3) var<uniform> p: Params;
+#include "flash_attention_params.wgsl"
 
 // Register-tile shape (structural: they size per-thread arrays).
 #if HEAD_DIM_32
