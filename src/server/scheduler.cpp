@@ -168,20 +168,21 @@ void Scheduler::run() {
   }
 }
 
+// After `sampled` ids, a job may take another: under its max_tokens and with a position left.
+bool Scheduler::may_sample_more(const JobRequest& r, uint32_t sampled) const {
+  return sampled < std::max<uint32_t>(1, r.max_tokens) && r.prompt.size() + sampled < capacity_;
+}
+
 void Scheduler::step() {
   const auto& device = session_.device();
   // llm::Generator's step for each slot that may go on: decode the previous id (not for the
   // first), sample the next into tokens[position], copy it out (here to this slot's word of a
   // read-back buffer). The decodes of two or more slots run as one batched step (row i = slot i).
-  auto may_go_on = [&](const Slot& s) {
-    const auto& r = s.job->request();
-    return s.submitted < std::max<uint32_t>(1, r.max_tokens) && r.prompt.size() + s.submitted < capacity_;
-  };
   std::vector<uint32_t> decoding;
   std::vector<Slot*> stepping;
   for (uint32_t i = 0; i < slots_.size(); i++) {
     Slot& s = slots_[i];
-    if (!s.job || !may_go_on(s)) continue;
+    if (!s.job || !may_sample_more(s.job->request(), s.submitted)) continue;
     stepping.push_back(&s);
     if (s.submitted > 0) decoding.push_back(i);
   }
@@ -241,8 +242,7 @@ void Scheduler::finish_in_flight(bool discard) {
     const uint32_t id = ids[static_cast<size_t>(s - slots_.data())];
     s->steps++;
     const bool go_on = job->accept(id);
-    const auto& r = job->request();
-    if (!go_on || s->steps >= std::max<uint32_t>(1, r.max_tokens) || r.prompt.size() + s->steps >= capacity_) end(*s);
+    if (!go_on || !may_sample_more(job->request(), s->steps)) end(*s);
   }
 }
 

@@ -81,6 +81,7 @@ class Scheduler {
   // (so the GPU works on one step while the CPU handles the last): a stop costs at most the
   // one token in flight, which is discarded.
   void step();
+  bool may_sample_more(const JobRequest& r, uint32_t sampled) const;
   // Waits for the step in flight and hands its ids to the jobs (or drops them with `discard`).
   void finish_in_flight(bool discard = false);
   // Frees the slot, then completes its job (or fails it with *error) and reports it to on_done.
