@@ -6,7 +6,8 @@
 # tuned pack, "tune-mlp" = the same with --allow-mlp-pair (fused vs unfused MLP timed, the faster
 # kept: it names the down weight), "ss-flow", "ss-flow-attn" = flash-attention variants and mlp.2
 # split-K at batch 2, "seed-check" = the ss-flow seed-configuration check against the CPU
-# reference, "serve" = aggregate throughput of `ember serve` with 1/4/16 sequences) and prints a
+# reference, "serve" = aggregate throughput of `ember serve` with 1/4/16 sequences, "batch" = the server's
+# batched decode step alone at 1..16 sequences, greedy and sampled, with a per-kernel profile) and prints a
 # short table. Results go to $OUT/results.tgz (the device tool returns few files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -109,6 +110,10 @@ for what in "$@"; do
         python3 scripts/plot_bench.py "$OUT"/bench_llm_*.json -o "$OUT/decode_vs_context.svg" 2>/dev/null || true
       fi ;;
     serve) bash bench/serve_throughput.sh "$OUT/serve" ;;
+    batch)
+      pack=$(seed_pack)
+      ember bench batch --model "$pack" --rows 1,2,4,8,16 --json --quiet > "$OUT/bench_batch.json"
+      ember bench batch --model "$pack" --rows 1,4,16 --sample --profile --quiet | tee "$OUT/bench_batch_sample.txt" ;;
     *) echo "unknown benchmark '$what'" >&2 ;;
   esac
 done

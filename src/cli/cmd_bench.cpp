@@ -4,6 +4,7 @@
 
 #include "cli/llm_options.h"
 #include "common/error.h"
+#include "tune/batch_bench.h"
 #include "tune/ceilings.h"
 #include "tune/llm_bench.h"
 
@@ -78,6 +79,35 @@ void add_bench_llm(CLI::App& bench) {
   });
 }
 
+void add_bench_batch(CLI::App& bench) {
+  auto* cmd = bench.add_subcommand("batch", "the server's batched decode step: aggregate tok/s, GPU and CPU time per step at several "
+                                            "numbers of sequences (medians after one warm-up)");
+  struct Opts {
+    LlmOptions llm;
+    tune::BatchBenchOptions bench;
+    bool json = false;
+  };
+  auto o = std::make_shared<Opts>();
+  o->llm.add_to(*cmd, /*with_sampling=*/false);
+  cmd->add_option("--rows", o->bench.rows, "sequences decoded together (comma-separated)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--context", o->bench.context, "prompt tokens of each sequence before the timed steps")->capture_default_str();
+  cmd->add_option("--steps", o->bench.steps, "decode steps timed per repeat")->capture_default_str();
+  cmd->add_option("--repeats", o->bench.repeats, "timed runs after one warm-up")->capture_default_str();
+  cmd->add_flag("--sample", o->bench.sample, "sample at temperature 1 (default: greedy)");
+  cmd->add_flag("--profile", o->bench.profile, "per-kernel GPU time of a step at each row count");
+  cmd->add_flag("--json", o->json, "print JSON");
+  cmd->callback([o] {
+    auto so = o->llm.session();
+    so.device.profiling = true;  // exact timestamps
+    so.model.quiet = o->llm.quiet || o->json;
+    llm::Session session(o->llm.model, so);
+    const auto vocab = static_cast<uint32_t>(session.tokenizer().vocab_size());
+    tune::BatchBenchResult r = tune::bench_batch(session.model(), vocab, o->bench);
+    if (o->json) std::printf("%s\n", r.to_json().dump(2).c_str());
+    else std::printf("%s", r.table().c_str());
+  });
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
@@ -86,6 +116,7 @@ void add_bench_command(CLI::App& app) {
   add_bench_gpu(*bench);
   add_bench_ss_flow(*bench);
   add_bench_llm(*bench);
+  add_bench_batch(*bench);
 }
 
 }  // namespace ember::cli

@@ -17,12 +17,7 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 Generator::Generator(Lfm2Model& model, uint32_t sample_vocab)
     : model_(model), sample_vocab_(sample_vocab ? std::min(sample_vocab, model.vocab()) : model.vocab()) {
   const auto& device = model.device();
-  kernels::SamplerConfig sc;
-  sc.vocab = sample_vocab_;
-  sc.partials = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(256, sample_vocab_ / 64)));
-  sc.max_top_k = SamplingOptions::kMaxTopK;
-  sc.window_max = SamplingOptions::kMaxRepeatWindow;
-  sampler_ = std::make_unique<kernels::Sampler>(model.kernels(), sc);
+  sampler_ = std::make_unique<kernels::Sampler>(model.kernels(), sampler_config(sample_vocab_));
   params_ = device.create_storage(sizeof(kernels::SamplerParams), "sampler.params");
   groups_ = sampler_->bind({&model.logits()}, {&model.tokens()}, {&params_});
 }

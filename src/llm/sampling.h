@@ -29,4 +29,8 @@ struct SamplingOptions {
   kernels::SamplerParams gpu_params(uint32_t vocab, uint32_t position, uint32_t step) const;
 };
 
+// The GPU sampler every generation path uses (generate, serve, benchmarks) over `vocab` logits:
+// the same configuration everywhere, so they all sample the same ids.
+kernels::SamplerConfig sampler_config(uint32_t vocab);
+
 }  // namespace ember::llm

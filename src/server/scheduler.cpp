@@ -17,15 +17,9 @@ Scheduler::Scheduler(llm::Session& session, const SchedulerOptions& options) : s
   llm::Lfm2Model& base = session.model();
   capacity_ = base.capacity();
   sample_vocab_ = std::min<uint32_t>(static_cast<uint32_t>(session.tokenizer().vocab_size()), base.vocab());
-  // The same sampler configuration as llm::Generator, so a slot samples exactly what
-  // `ember generate` would. One sampler serves every slot: its scratch buffer is reused by
-  // dispatches that run in order within the submit.
-  kernels::SamplerConfig sc;
-  sc.vocab = sample_vocab_;
-  sc.partials = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(256, sample_vocab_ / 64)));
-  sc.max_top_k = llm::SamplingOptions::kMaxTopK;
-  sc.window_max = llm::SamplingOptions::kMaxRepeatWindow;
-  sampler_ = std::make_unique<kernels::Sampler>(base.kernels(), sc);
+  // One sampler serves every slot: its scratch buffer is reused by dispatches that run in order
+  // within the submit.
+  sampler_ = std::make_unique<kernels::Sampler>(base.kernels(), llm::sampler_config(sample_vocab_));
   const auto& device = session.device();
   slots_.resize(options.parallel);
   for (uint32_t i = 0; i < options.parallel; i++) {
