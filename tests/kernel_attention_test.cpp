@@ -81,6 +81,50 @@ TEST(AttentionDecode, ReadsQueriesInsideFusedQkv) {
   EXPECT_THROW(attn.record(rec, g, 65), Error);
 }
 
+// Batched decode: one dispatch over several sequences, each with its own length, query row and
+// cache slot (slots at seq_stride in one buffer). The entries list slots out of order and skip
+// one, whose output row must stay untouched.
+TEST(AttentionDecode, StepsSeveralSequencesInOneDispatch) {
+  auto& dev = test_device();
+  const uint32_t H = 4, KV = 2, d = 32, padding = 3, row = d + padding, positions = 200, slots = 4;
+  const uint32_t stride = positions * KV * row;
+  const std::vector<uint32_t> seqs{2, 0, 3}, lengths{150, 1, 37};
+  std::vector<float> k, v;
+  std::vector<Cache> caches;
+  for (uint32_t s = 0; s < slots; s++) {
+    caches.push_back(make_cache(positions, positions, KV, row, 10 + s));
+    k.insert(k.end(), caches.back().k.begin(), caches.back().k.end());
+    v.insert(v.end(), caches.back().v.begin(), caches.back().v.end());
+  }
+  auto q = test::random_floats(size_t(slots) * H * d, 5, 1.5f);
+  auto qb = test::buffer_from(q, "q"), kb = test::buffer_from(k, "k"), vb = test::buffer_from(v, "v");
+  std::vector<kernels::StepParams> entries;
+  for (size_t i = 0; i < seqs.size(); i++) entries.push_back({.start = lengths[i] - 1, .rows = 1, .seq = seqs[i]});
+  auto steps = dev.create_storage(entries.size() * sizeof(kernels::StepParams), "steps");
+  dev.upload(steps, 0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(entries.data()), entries.size() * sizeof entries[0]));
+  kernels::AttentionDecode attn(test_kernels(), {.heads = H, .kv_heads = KV, .head_dim = d, .padding = padding, .max_blocks = 8,
+                                                 .max_sequences = slots, .seq_stride = stride});
+  for (uint32_t blocks : {1u, 3u, 8u}) {
+    auto out = test::poisoned(size_t(slots) * H * d, "out");
+    auto g = attn.bind({&qb}, {&kb}, {&vb}, {&out}, {&steps});
+    gpu::Recorder rec(dev);
+    attn.record(rec, g, blocks, static_cast<uint32_t>(seqs.size()));
+    rec.submit();
+    auto got = test::read_floats(out, size_t(slots) * H * d);
+    for (size_t i = 0; i < seqs.size(); i++) {
+      const uint32_t s = seqs[i];
+      std::vector<float> qs(q.begin() + size_t(s) * H * d, q.begin() + size_t(s + 1) * H * d);
+      auto ref = reference::attention(qs, caches[s].k, caches[s].v, 1, H, KV, d, row, lengths[i] - 1);
+      std::vector<float> row_out(got.begin() + size_t(s) * H * d, got.begin() + size_t(s + 1) * H * d);
+      EXPECT_LT(test::rel_l2(row_out, ref), test::kF32Tolerance) << "sequence " << s << " blocks " << blocks;
+    }
+    for (size_t e = size_t(1) * H * d; e < size_t(2) * H * d; e++) ASSERT_EQ(got[e], test::kPoison) << "slot 1 was not stepped";
+  }
+  auto spare = test::poisoned(size_t(slots) * H * d, "out");
+  gpu::Recorder rec(dev);
+  EXPECT_THROW(attn.record(rec, attn.bind({&qb}, {&kb}, {&vb}, {&spare}, {&steps}), 1, slots + 1), Error);  // more than max_sequences
+}
+
 TEST(AttentionPrefill, CausalMatchesReferenceForTokenCountsAndStarts) {
   auto& dev = test_device();
   const uint32_t H = 4, KV = 2, positions = 128;

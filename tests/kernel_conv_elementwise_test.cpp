@@ -46,6 +46,47 @@ TEST_P(ShortConvTest, StateCarriesAcrossPrefillAndDecodeSteps) {
 INSTANTIATE_TEST_SUITE_P(Variants, ShortConvTest, ::testing::Bool(),
                          [](const auto& info) { return std::string(info.param ? "fused" : "unfused"); });
 
+// Batched decode: one fused dispatch steps the sequences listed in the step entries (out of
+// order, slot 1 skipped), each on its own input/output row and its state slot at state_stride.
+TEST(ShortConv, StepsSeveralSequencesInOneDispatch) {
+  auto& dev = test_device();
+  const uint32_t hidden = 100, slots = 4, stride = 2 * hidden + 56;
+  kernels::ShortConv conv(test_kernels(), {.hidden = hidden, .state_stride = stride, .fused = true});
+  auto taps = test::random_floats(size_t(hidden) * 3, 1);
+  auto in = test::random_floats(size_t(slots) * 3 * hidden, 2);
+  auto states = test::random_floats(size_t(slots) * stride, 3);
+  auto tb = test::buffer_from(taps, "taps"), ib = test::buffer_from(in, "in"), sb = test::buffer_from(states, "states");
+  auto out = test::poisoned(size_t(slots) * hidden, "out");
+  const std::vector<uint32_t> seqs{3, 0, 2};
+  std::vector<kernels::StepParams> entries;
+  for (uint32_t s : seqs) entries.push_back({.start = 10 + s, .rows = 1, .seq = s});
+  auto steps = dev.create_storage(entries.size() * sizeof(kernels::StepParams), "steps");
+  dev.upload(steps, 0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(entries.data()), entries.size() * sizeof entries[0]));
+  auto g = conv.bind({&ib}, {&tb}, {&sb}, {&out}, {&steps});
+  gpu::Recorder rec(dev);
+  conv.record(rec, g, 1, static_cast<uint32_t>(seqs.size()));
+  rec.submit();
+  auto got = test::read_floats(out, size_t(slots) * hidden);
+  auto got_states = test::read_floats(sb, states.size());
+  for (uint32_t s = 0; s < slots; s++) {
+    std::vector<float> x(in.begin() + size_t(s) * 3 * hidden, in.begin() + size_t(s + 1) * 3 * hidden);
+    std::vector<float> state(states.begin() + size_t(s) * stride, states.begin() + size_t(s) * stride + 2 * hidden);
+    std::vector<float> y(got.begin() + size_t(s) * hidden, got.begin() + size_t(s + 1) * hidden);
+    std::vector<float> new_state(got_states.begin() + size_t(s) * stride, got_states.begin() + size_t(s) * stride + 2 * hidden);
+    if (s == 1) {  // not stepped: output and state untouched
+      EXPECT_EQ(y, std::vector<float>(hidden, test::kPoison));
+      EXPECT_EQ(new_state, state);
+      continue;
+    }
+    auto ref = reference::short_conv(x, taps, state, 1, hidden);
+    EXPECT_LT(test::rel_l2(y, ref), test::kF32Tolerance) << "sequence " << s;
+    EXPECT_LT(test::rel_l2(new_state, state), test::kF32Tolerance) << "state of sequence " << s;
+  }
+  // The padding between state slots is never written.
+  for (uint32_t s = 0; s < slots; s++)
+    for (uint32_t e = 2 * hidden; e < stride; e++) ASSERT_EQ(got_states[size_t(s) * stride + e], states[size_t(s) * stride + e]);
+}
+
 TEST(SiluMul, MatchesReference) {
   for (auto [T, ffn] : std::vector<std::pair<uint32_t, uint32_t>>{{1, 100}, {3, 257}, {6, 96}}) {
     auto gu = test::random_floats(size_t(T) * 2 * ffn, ffn + T, 3.0f);

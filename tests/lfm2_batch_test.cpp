@@ -2,7 +2,8 @@
 // lfm2_engine_test): sequences with prompts of different lengths decoded together pick the same
 // greedy tokens as each decoded alone, with logits within 1e-4 rel L2 (the batched matvec sums
 // in another order); sequences join after their prefill and leave between steps, leaving holes
-// in the rows; a row is reused by a new sequence.
+// in the rows; a row is reused by a new sequence. The rows are the slots of one SequenceCaches,
+// and the attention, q/k norm + RoPE + KV write and conv kernels step all of them at once.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -70,11 +71,12 @@ std::vector<float> row_of(const std::vector<float>& all, uint32_t r, uint32_t vo
 // sequence against its decode alone.
 void check_batch(const fs::path& pack_dir, uint32_t rows, const std::vector<Sequence>& sequences) {
   auto pack = formats::LlmPack::open(pack_dir);
-  llm::Lfm2Model base(test::test_device(), test::test_kernels(), pack, {.prefill_chunk = 8, .quiet = true});
+  auto caches = llm::Lfm2Model::make_caches(test::test_device(), pack, rows);
+  llm::Lfm2Model base(test::test_device(), test::test_kernels(), pack, {.prefill_chunk = 8, .quiet = true, .caches = caches});
   std::vector<std::unique_ptr<llm::Lfm2Model>> owned;
   std::vector<llm::Lfm2Model*> models{&base};
   for (uint32_t r = 1; r < rows; r++) {
-    owned.push_back(std::make_unique<llm::Lfm2Model>(base, llm::ModelOptions{.prefill_chunk = 8, .quiet = true}));
+    owned.push_back(std::make_unique<llm::Lfm2Model>(base, llm::ModelOptions{.prefill_chunk = 8, .quiet = true, .caches = caches, .cache_slot = r}));
     models.push_back(owned.back().get());
   }
   llm::Lfm2BatchDecoder batch(models);
@@ -173,9 +175,15 @@ TEST(Lfm2Batch, PaddedCacheAndFlashBlocksMatchDecodeAlone) {
 
 TEST(Lfm2Batch, BadRowsAreClearErrors) {
   auto pack = formats::LlmPack::open(test::lfm2_test_pack("tiny"));
-  llm::Lfm2Model a(test::test_device(), test::test_kernels(), pack, {.prefill_chunk = 8, .quiet = true});
-  llm::Lfm2Model b(a, {.prefill_chunk = 8, .quiet = true});
+  auto caches = llm::Lfm2Model::make_caches(test::test_device(), pack, 2);
+  llm::Lfm2Model a(test::test_device(), test::test_kernels(), pack, {.prefill_chunk = 8, .quiet = true, .caches = caches});
+  llm::Lfm2Model b(a, {.prefill_chunk = 8, .quiet = true, .caches = caches, .cache_slot = 1});
   EXPECT_THROW(llm::Lfm2BatchDecoder(std::vector<llm::Lfm2Model*>{}), Error);
+  // Rows must be the slots of one set of caches, in order.
+  llm::Lfm2Model own(a, {.prefill_chunk = 8, .quiet = true});
+  EXPECT_THROW(llm::Lfm2BatchDecoder({&a, &own}), Error);
+  EXPECT_THROW(llm::Lfm2BatchDecoder({&b, &a}), Error);
+  EXPECT_THROW(llm::Lfm2Model(a, {.quiet = true, .caches = caches, .cache_slot = 2}), Error);  // no such slot
   llm::Lfm2BatchDecoder batch({&a, &b});
   gpu::Recorder rec(test::test_device());
   const std::vector<uint32_t> unprefilled{1}, twice{0, 0}, outside{2};

@@ -100,6 +100,8 @@ void add_bench_batch(CLI::App& bench) {
     auto so = o->llm.session();
     so.device.profiling = true;  // exact timestamps
     so.model.quiet = o->llm.quiet || o->json;
+    if (o->bench.rows.empty()) throw Error("no --rows given", "--rows", "give sequence counts, e.g. --rows 1,4,16");
+    so.sequences = std::max<uint32_t>(1, *std::max_element(o->bench.rows.begin(), o->bench.rows.end()));
     llm::Session session(o->llm.model, so);
     const auto vocab = static_cast<uint32_t>(session.tokenizer().vocab_size());
     tune::BatchBenchResult r = tune::bench_batch(session.model(), vocab, o->bench);

@@ -46,7 +46,9 @@ void add_serve_command(CLI::App& app) {
 
     if (o->http.model_name.empty()) o->http.model_name = std::filesystem::absolute(o->llm.model).lexically_normal().filename().string();
     if (o->http.model_name.empty()) o->http.model_name = "ember";
-    llm::Session session(o->llm.model, o->llm.session());
+    llm::SessionOptions so = o->llm.session();
+    so.sequences = std::max<uint32_t>(1, o->sched.parallel);  // one cache slot per sequence slot
+    llm::Session session(o->llm.model, so);
     server::Scheduler scheduler(session, o->sched);
     server::HttpServer http(session, scheduler, o->http);
     const int port = http.bind();

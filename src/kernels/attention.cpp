@@ -18,7 +18,7 @@ AttentionConfig checked(const AttentionConfig& in, const std::string& where) {
 }
 
 AttentionParams params_of(const AttentionConfig& c) {
-  return {c.heads, c.kv_heads, c.head_dim, c.head_dim + c.padding, c.q_stride, c.q_offset, c.scale, 0};
+  return {c.heads, c.kv_heads, c.head_dim, c.head_dim + c.padding, c.q_stride, c.q_offset, c.scale, c.seq_stride};
 }
 
 }  // namespace
@@ -28,7 +28,7 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
   const uint32_t wg = config_.workgroup;
   if ((wg & (wg - 1)) != 0 || wg > 1024 || config_.head_dim > 4 * wg)
     throw Error("workgroup must be a power of two <= 1024 with head_dim <= 4 * workgroup", "AttentionDecode");
-  if (config_.max_blocks == 0) throw Error("max_blocks must be positive", "AttentionDecode");
+  if (config_.max_blocks == 0 || config_.max_sequences == 0) throw Error("max_blocks and max_sequences must be positive", "AttentionDecode");
   if (config_.subgroups && !kernels.device().has_subgroups())
     throw Error("subgroup variant requested but the device has no subgroups", "AttentionDecode",
                 "use the shared variant");
@@ -40,26 +40,29 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
   combine_kernel_ = &kernels.get({.file = "attention_combine.wgsl", .constants = {{"WG", 64}}});
   params_ = kernels.device().create_uniform(params_of(config_), "attention params");
   partials_ = kernels.device().create_storage(
-      uint64_t(config_.heads) * config_.max_blocks * (config_.head_dim + 2) * 4, "attention partials");
+      uint64_t(config_.max_sequences) * config_.heads * config_.max_blocks * (config_.head_dim + 2) * 4, "attention partials");
 }
 
 AttentionDecode::Groups AttentionDecode::bind(gpu::Binding q, gpu::Binding k_cache, gpu::Binding v_cache,
                                               gpu::Binding out, gpu::Binding step) const {
   return {kernels_.bind(*partials_kernel_, {q, k_cache, v_cache, {&partials_}, {&params_}, step}),
-          kernels_.bind(*combine_kernel_, {{&partials_}, out, {&params_}}),
+          kernels_.bind(*combine_kernel_, {{&partials_}, out, {&params_}, step}),
           kernels_.bind(*direct_kernel_, {q, k_cache, v_cache, out, {&params_}, step})};
 }
 
-void AttentionDecode::record(gpu::Recorder& rec, const Groups& groups, uint32_t blocks) const {
+void AttentionDecode::record(gpu::Recorder& rec, const Groups& groups, uint32_t blocks, uint32_t sequences) const {
   if (blocks == 0 || blocks > config_.max_blocks)
     throw Error("block count " + std::to_string(blocks) + " outside 1.." + std::to_string(config_.max_blocks),
                 "AttentionDecode::record", "raise max_blocks in the config");
+  if (sequences == 0 || sequences > config_.max_sequences)
+    throw Error(std::to_string(sequences) + " sequences outside 1.." + std::to_string(config_.max_sequences), "AttentionDecode::record",
+                "raise max_sequences in the config");
   if (blocks == 1) {  // nothing to merge: one dispatch writes the output
-    rec.dispatch(*direct_kernel_, groups.direct, 1, config_.heads);
+    rec.dispatch(*direct_kernel_, groups.direct, 1, config_.heads, sequences);
     return;
   }
-  rec.dispatch(*partials_kernel_, groups.partials, blocks, config_.heads);
-  rec.dispatch(*combine_kernel_, groups.combine, blocks, config_.heads);
+  rec.dispatch(*partials_kernel_, groups.partials, blocks, config_.heads, sequences);
+  rec.dispatch(*combine_kernel_, groups.combine, blocks, config_.heads, sequences);
 }
 
 AttentionPrefill::AttentionPrefill(gpu::KernelCache& kernels, const AttentionConfig& config)

@@ -18,7 +18,7 @@ namespace ember::kernels {
 struct AttentionParams {
   uint32_t heads, kv_heads, head_dim, row, q_stride, q_offset;
   float scale;
-  uint32_t pad0;
+  uint32_t seq_stride;
 };
 static_assert(sizeof(AttentionParams) == 32);
 
@@ -30,6 +30,8 @@ struct AttentionConfig {
   bool subgroups = false;               // decode: subgroup reductions (shared memory otherwise)
   uint32_t workgroup = 64;              // decode: keys per tile (power of two)
   uint32_t max_blocks = 64;             // decode: largest B record() accepts (sizes the partials)
+  uint32_t max_sequences = 1;           // decode: most sequences one record() steps (sizes the partials)
+  uint32_t seq_stride = 0;              // decode: elements between two sequences' caches
   uint32_t query_tile = 32;             // prefill: queries per workgroup = threads (one query each)
   uint32_t key_tile = 32;               // prefill: keys per workgroup-memory tile (multiple of 8)
 };
@@ -42,8 +44,11 @@ class AttentionDecode {
   };
   // q: the token's queries ([heads][head_dim] at q_offset); out: dense [heads][head_dim];
   // step: StepParams with start = the token's position (its k/v already written to the cache).
+  // Several sequences: step holds one StepParams per sequence ({start, seq}), q and out one row
+  // per sequence, the caches one slot per sequence at seq_stride; record() steps the first
+  // `sequences` entries.
   Groups bind(gpu::Binding q, gpu::Binding k_cache, gpu::Binding v_cache, gpu::Binding out, gpu::Binding step) const;
-  void record(gpu::Recorder& rec, const Groups& groups, uint32_t blocks) const;
+  void record(gpu::Recorder& rec, const Groups& groups, uint32_t blocks, uint32_t sequences = 1) const;
 
  private:
   gpu::KernelCache& kernels_;

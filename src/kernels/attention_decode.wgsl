@@ -9,6 +9,8 @@
 //   otherwise one invocation per key and shared-memory trees.
 //   DIRECT: one block (B = 1) needs no merge: binding 3 is the output [heads][head_dim] and
 //   workgroup h writes acc / l there (no attention_combine dispatch).
+// Several sequences (batched decode): grid z walks the entries of steps; sequence seq's query is
+// row seq of q, its caches start at seq * seq_stride, its output (or partials) is row seq.
 #if SUBGROUPS
 enable subgroups;
 #endif
@@ -21,7 +23,7 @@ enable subgroups;
 @group(0) @binding(2) var<storage, read> v_cache: array<f32>;
 @group(0) @binding(3) var<storage, read_write> partials: array<f32>;
 @group(0) @binding(4) var<uniform> p: AttentionParams;
-@group(0) @binding(5) var<storage, read> step: Step;
+@group(0) @binding(5) var<storage, read> steps: array<Step>;
 
 override WG: u32 = 64u;      // keys per tile; power of two
 override MAXD: u32 = 64u;    // >= head_dim
@@ -49,12 +51,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let h = wg.y;
   let blocks = groups.x;
   let kvh = h / (p.heads / p.kv_heads);
-  let L = step.start + 1u;
+  let st = steps[wg.z];
+  let L = st.start + 1u;
+  let cache = st.seq * p.seq_stride;
   let chunk = (L + blocks - 1u) / blocks;
   let begin = min(L, wg.x * chunk);
   let end = min(L, begin + chunk);
 
-  for (var i = li; i < D; i += WG) { q_shared[i] = q[p.q_offset + h * D + i]; }
+  for (var i = li; i < D; i += WG) { q_shared[i] = q[st.seq * p.q_stride + p.q_offset + h * D + i]; }
   workgroupBarrier();
 
   var m = MASKED;
@@ -72,7 +76,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
       let j = j0 + li / sg_size;
       var part = 0.0;
       if (j < n_tile) {
-        let base = ((tile + j) * p.kv_heads + kvh) * p.row;
+        let base = cache + ((tile + j) * p.kv_heads + kvh) * p.row;
         for (var i = li % sg_size; i < D; i += sg_size) { part += q_shared[i] * k_cache[base + i]; }
       }
       let dot = subgroupAdd(part);
@@ -82,7 +86,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     if (key < end) { s = weights[li]; }
 #else
     if (key < end) {
-      let base = (key * p.kv_heads + kvh) * p.row;
+      let base = cache + (key * p.kv_heads + kvh) * p.row;
       var dot = 0.0;
       for (var i = 0u; i < D; i++) { dot += q_shared[i] * k_cache[base + i]; }
       s = dot * p.scale;
@@ -99,7 +103,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
       let d = li + k * WG;
       if (d < D) {
         var a = acc[k] * alpha;
-        for (var j = 0u; j < n; j++) { a += weights[j] * v_cache[((tile + j) * p.kv_heads + kvh) * p.row + d]; }
+        for (var j = 0u; j < n; j++) { a += weights[j] * v_cache[cache + ((tile + j) * p.kv_heads + kvh) * p.row + d]; }
         acc[k] = a;
       }
     }
@@ -109,10 +113,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 #if DIRECT
   for (var k = 0u; k < DIMS_PER_THREAD; k++) {
     let d = li + k * WG;
-    if (d < D) { partials[h * D + d] = acc[k] / l; }
+    if (d < D) { partials[(st.seq * p.heads + h) * D + d] = acc[k] / l; }
   }
 #else
-  let out = (h * blocks + wg.x) * (D + 2u);
+  let out = ((st.seq * p.heads + h) * blocks + wg.x) * (D + 2u);
   if (li == 0u) {
     partials[out] = m;
     partials[out + 1u] = l;

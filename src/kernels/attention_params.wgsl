@@ -7,5 +7,5 @@ struct AttentionParams {
   q_stride: u32,   // elements between query tokens in q
   q_offset: u32,   // element offset of token 0, head 0 in q
   scale: f32,      // 1 / sqrt(head_dim)
-  pad0: u32,
+  seq_stride: u32, // decode: elements between two sequences' caches (Step.seq)
 }

@@ -14,6 +14,7 @@ namespace ember::kernels {
 struct ConvConfig {
   uint32_t hidden = 0;
   uint32_t in_stride = 0;  // elements between tokens in the input; 0 = 3 * hidden
+  uint32_t state_stride = 0;  // elements between two sequences' states (fused, batched); 0 = 2 * hidden
   bool fused = true;       // one sequential-over-T dispatch (decode); false: parallel over T + state update
   uint32_t workgroup = 64;
 };
@@ -25,8 +26,10 @@ class ShortConv {
     gpu::BindGroup conv, state;  // `state` only when not fused
   };
   // taps f32 [hidden][3]; state f32 [hidden][2]; out dense [T][hidden]; step: StepParams {rows = T}.
+  // Fused, several sequences: steps holds one StepParams per sequence ({rows = 1, seq}), in
+  // and out one row per sequence, state one state per sequence at state_stride.
   Groups bind(gpu::Binding in, gpu::Binding taps, gpu::Binding state, gpu::Binding out, gpu::Binding step) const;
-  void record(gpu::Recorder& rec, const Groups& groups, uint32_t T) const;
+  void record(gpu::Recorder& rec, const Groups& groups, uint32_t T, uint32_t sequences = 1) const;
 
  private:
   gpu::KernelCache& kernels_;

@@ -4,7 +4,9 @@
 // y = C * conv, out dense [T][hidden]. state [hidden][2] holds the two previous bx values (oldest
 // first; zeros at sequence start), so decode and prefill agree.
 //   main: fused, one invocation per channel walks the T tokens in order and updates the state
-//         (one dispatch; the decode path, T = 1).
+//         (one dispatch; the decode path, T = 1). Several sequences at once: entry z of steps
+//         is sequence seq, whose tokens are rows seq.. of x and out and whose state is at
+//         seq * state_stride.
 //   parallel: one invocation per (token, channel), reads the state but does not update it; run
 //         conv_state.wgsl after it (the unfused prefill path, parallel over T).
 #include "step.wgsl"
@@ -12,8 +14,8 @@
 struct Params {
   hidden: u32,
   in_stride: u32,
+  state_stride: u32,  // elements between the states of two sequences
   pad0: u32,
-  pad1: u32,
 }
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -21,7 +23,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> state: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
-@group(0) @binding(5) var<storage, read> step: Step;
+@group(0) @binding(5) var<storage, read> steps: array<Step>;
 
 override WG: u32 = 64u;
 
@@ -36,30 +38,33 @@ fn bx_before(t: u32, back: u32, c: u32) -> f32 {
   return state[c * 2u + 2u - (back - t)];
 }
 
+
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let c = gid.x;
   if (c >= p.hidden) { return; }
+  let st = steps[gid.z];
+  let sc = st.seq * p.state_stride + c * 2u;
   let w0 = taps[c * 3u];
   let w1 = taps[c * 3u + 1u];
   let w2 = taps[c * 3u + 2u];
-  var s0 = state[c * 2u];
-  var s1 = state[c * 2u + 1u];
-  for (var t = 0u; t < step.rows; t++) {
+  var s0 = state[sc];
+  var s1 = state[sc + 1u];
+  for (var t = st.seq; t < st.seq + st.rows; t++) {
     let bx = bx_at(t, c);
     out[t * p.hidden + c] = x[t * p.in_stride + p.hidden + c] * (w0 * s0 + w1 * s1 + w2 * bx);
     s0 = s1;
     s1 = bx;
   }
-  state[c * 2u] = s0;
-  state[c * 2u + 1u] = s1;
+  state[sc] = s0;
+  state[sc + 1u] = s1;
 }
 
 @compute @workgroup_size(WG)
 fn parallel(@builtin(global_invocation_id) gid: vec3<u32>) {
   let c = gid.x;
   let t = gid.y;
-  if (c >= p.hidden || t >= step.rows) { return; }
+  if (c >= p.hidden || t >= steps[0].rows) { return; }
   let conv = taps[c * 3u] * bx_before(t, 2u, c) + taps[c * 3u + 1u] * bx_before(t, 1u, c) + taps[c * 3u + 2u] * bx_at(t, c);
   out[t * p.hidden + c] = x[t * p.in_stride + p.hidden + c] * conv;
 }

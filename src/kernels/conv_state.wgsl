@@ -5,8 +5,8 @@
 struct Params {
   hidden: u32,
   in_stride: u32,
+  state_stride: u32,  // (conv.wgsl's batched decode; one sequence here)
   pad0: u32,
-  pad1: u32,
 }
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;

@@ -12,7 +12,7 @@ namespace {
 struct Params {
   uint32_t heads, kv_heads, head_dim, row, stride, q_offset, k_offset, v_offset;
   float eps;
-  uint32_t pad0, pad1, pad2;
+  uint32_t cache_stride, pad0, pad1;
 };
 static_assert(sizeof(Params) == 48);
 
@@ -35,7 +35,7 @@ QkNormRopeKv::QkNormRopeKv(gpu::KernelCache& kernels, const QkNormRopeKvConfig& 
   if (use_subgroups(kernels.device(), c.reduction, where)) key.defines.insert("SUBGROUPS");
   kernel_ = &kernels.get(key);
   params_ = kernels.device().create_uniform(
-      Params{c.heads, c.kv_heads, c.head_dim, row(), c.stride, c.q_offset, c.k_offset, c.v_offset, c.eps, 0, 0, 0}, "qk_norm_rope_kv params");
+      Params{c.heads, c.kv_heads, c.head_dim, row(), c.stride, c.q_offset, c.k_offset, c.v_offset, c.eps, c.cache_stride, 0, 0}, "qk_norm_rope_kv params");
 }
 
 gpu::BindGroup QkNormRopeKv::bind(gpu::Binding qkv, gpu::Binding q_norm, gpu::Binding k_norm, gpu::Binding cos, gpu::Binding sin,
@@ -48,9 +48,11 @@ gpu::BindGroup QkNormRopeKv::bind(gpu::Binding qkv, gpu::Binding q_norm, gpu::Bi
   return kernels_.bind(*kernel_, {qkv, q_norm, k_norm, cos, sin, k_cache, v_cache, {&params_}, step});
 }
 
-void QkNormRopeKv::record(gpu::Recorder& rec, const gpu::BindGroup& group, uint32_t T) const {
-  if (T == 0) return;
-  rec.dispatch(*kernel_, group, config_.heads + 2 * config_.kv_heads, checked_groups(kernels_.device(), T, "QkNormRopeKv"));
+void QkNormRopeKv::record(gpu::Recorder& rec, const gpu::BindGroup& group, uint32_t T, uint32_t sequences) const {
+  if (T == 0 || sequences == 0) return;
+  if (sequences > 1 && T != 1) throw Error("several sequences step one token each", "QkNormRopeKv::record");
+  rec.dispatch(*kernel_, group, config_.heads + 2 * config_.kv_heads, checked_groups(kernels_.device(), T, "QkNormRopeKv"),
+               checked_groups(kernels_.device(), sequences, "QkNormRopeKv"));
 }
 
 }  // namespace ember::kernels

@@ -7,6 +7,8 @@
 // rotated, written back in place and into k_cache), then the v heads (copied into v_cache).
 // Token t's q head h starts at t * stride + q_offset + h * head_dim (k, v: k_offset, v_offset).
 // Caches: [positions][kv_heads][row], row = head_dim + padding (padding never written).
+// Several sequences (batched decode, T = 1): grid z walks the entries of steps; sequence seq's
+// token is row seq of qkv and its caches start at seq * cache_stride.
 #if SUBGROUPS
 enable subgroups;
 #endif
@@ -22,9 +24,9 @@ struct Params {
   k_offset: u32,
   v_offset: u32,
   eps: f32,
+  cache_stride: u32,  // elements between two sequences' caches
   pad0: u32,
   pad1: u32,
-  pad2: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> qkv: array<f32>;
@@ -35,7 +37,7 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> k_cache: array<f32>;
 @group(0) @binding(6) var<storage, read_write> v_cache: array<f32>;
 @group(0) @binding(7) var<uniform> p: Params;
-@group(0) @binding(8) var<storage, read> step: Step;
+@group(0) @binding(8) var<storage, read> steps: array<Step>;
 
 override WG: u32 = 64u;  // power of two (the shared-memory tree halves it)
 
@@ -52,13 +54,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let sg_size = 1u;
 #endif
   let d = p.head_dim;
-  let t = wg.y;
-  let pos = step.start + t;
+  let st = steps[wg.z];
+  let t = st.seq + wg.y;  // the token's row of qkv
+  let pos = st.start + wg.y;
+  let cache = st.seq * p.cache_stride;
   let h = wg.x;  // uniform across the workgroup: every branch on it keeps barriers uniform
   if (h >= p.heads + p.kv_heads) {
     let vh = h - p.heads - p.kv_heads;
     let src = t * p.stride + p.v_offset + vh * d;
-    let dst = (pos * p.kv_heads + vh) * p.row;
+    let dst = cache + (pos * p.kv_heads + vh) * p.row;
     for (var i = li; i < d; i += WG) { v_cache[dst + i] = qkv[src + i]; }
     return;
   }
@@ -75,7 +79,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let scale = inverseSqrt(workgroup_sum(ss, li, sg_size) / f32(d) + p.eps);
 
   let half = d / 2u;
-  let dst = (pos * p.kv_heads + kh) * p.row;
+  let dst = cache + (pos * p.kv_heads + kh) * p.row;
   for (var i = li; i < half; i += WG) {
     var wa = k_norm_w[i];
     var wb = k_norm_w[i + half];

@@ -15,7 +15,8 @@ namespace ember::kernels {
 struct StepParams {
   uint32_t start = 0;  // position of the first token of this step (decode: the token's position)
   uint32_t rows = 0;   // T, the number of tokens this step processes (informational; record() gets T)
-  uint32_t pad0 = 0, pad1 = 0;
+  uint32_t seq = 0;    // batched decode: the sequence (activation row, cache slot) of this entry
+  uint32_t pad0 = 0;
 };
 static_assert(sizeof(StepParams) == 16);
 

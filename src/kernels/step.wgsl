@@ -1,8 +1,11 @@
 // Per-step parameters (mirrors ember::kernels::StepParams in step.h). Include where a kernel needs
 // the position of the step's first token; bind it at the binding the including file names.
+// Kernels that step several sequences in one dispatch (batched decode) read an array of them,
+// entry workgroup_id.z for sequence `seq`: its activations are rows seq.. of the batch tensors and
+// its caches slot seq of the pooled cache buffers (a lone sequence: seq 0 of its own bindings).
 struct Step {
   start: u32,  // position of token 0 of this step
   rows: u32,   // T (informational)
+  seq: u32,    // the sequence of this entry (0 outside batched decode)
   pad0: u32,
-  pad1: u32,
 }

@@ -8,11 +8,10 @@
 #include "kernels/conv.h"
 #include "kernels/elementwise.h"
 #include "kernels/embed_q4.h"
-#include "kernels/kv_write.h"
 #include "kernels/matvec_q4_batch.h"
 #include "kernels/mlp_q4.h"
+#include "kernels/qk_norm_rope_kv.h"
 #include "kernels/rmsnorm.h"
-#include "kernels/rope.h"
 #include "kernels/step.h"
 #include "llm/lfm2_kernel_configs.h"
 
@@ -32,12 +31,12 @@ const Lfm2Model& first_of(const std::vector<Lfm2Model*>& sequences) {
 }
 }  // namespace
 
-// The kernel families, configured as Lfm2Model configures its own (so every per-row kernel
-// computes exactly what the model's decode computes), plus the batched matvec per shape.
+// The kernel families, configured as Lfm2Model configures its own (so every per-sequence kernel
+// computes exactly what the model's decode computes) and over every sequence at once, plus the
+// batched matvec per shape.
 struct Lfm2BatchDecoder::Ops {
-  std::optional<kernels::RmsNorm> norm, q_norm, k_norm;
-  std::optional<kernels::Rope> rope;
-  std::optional<kernels::KvWrite> kv_write;
+  std::optional<kernels::RmsNorm> norm;
+  std::optional<kernels::QkNormRopeKv> qk_norm_rope_kv;
   std::optional<kernels::AttentionDecode> attn_decode;
   std::optional<kernels::ShortConv> conv;
   std::optional<kernels::SiluMul> silu_mul;
@@ -46,20 +45,16 @@ struct Lfm2BatchDecoder::Ops {
   std::map<std::string, kernels::MatvecBatchQ4> matvec;  // by shape key
 };
 
-// Per row of one layer: the sequence-state kernels bound to that row and its sequence's caches.
-struct RowGroups {
-  gpu::BindGroup rope, kv_write;
-  kernels::AttentionDecode::Groups attn;
-  kernels::ShortConv::Groups conv;
-  kernels::MlpBound mlp;  // mlp_pair: the fused MLP on this row
-};
-
+// The sequence-state kernels of one layer are bound once to every row and every cache slot
+// (each dispatch steps the sequences listed in steps_).
 struct Lfm2BatchDecoder::Layer {
   LayerType type;
   kernels::Q4Matrix mix_in, mix_out, gate_up, down;
   std::string mix_in_key, mix_out_key;
-  gpu::BindGroup op_norm, ffn_norm, q_norm, k_norm, silu_mul;
-  std::vector<RowGroups> rows;
+  gpu::BindGroup op_norm, ffn_norm, silu_mul, qk_norm_rope_kv;
+  kernels::AttentionDecode::Groups attn;
+  kernels::ShortConv::Groups conv;
+  std::vector<kernels::MlpBound> mlp;  // mlp_pair: the fused MLP on each row
 };
 
 // The batched matvecs over rows [0, T): one Bound per dispatch of up to kVectorsPerDispatch rows.
@@ -70,6 +65,8 @@ struct Lfm2BatchDecoder::Width {
 };
 
 std::string Lfm2BatchDecoder::unsupported(const Lfm2Model& model) {
+  std::string caches = model.caches().whole_binding_problem(model.device());
+  if (!caches.empty()) return caches;
   const auto& s = model.shape();
   const uint32_t align = model.device().limits().minStorageBufferOffsetAlignment;
   const std::pair<const char*, int64_t> strides[] = {{"hidden", s.hidden},       {"3 x hidden", 3 * s.hidden}, {"q rows", s.q_rows()},
@@ -86,8 +83,13 @@ Lfm2BatchDecoder::Lfm2BatchDecoder(std::vector<Lfm2Model*> sequences)
     : sequences_(std::move(sequences)), model_(first_of(sequences_)) {
   const std::string why = unsupported(model_);
   if (!why.empty()) throw Error(why, "batch decoder", "decode the sequences one by one");
-  for (const Lfm2Model* m : sequences_)
-    if (&m->weights() != &model_.weights()) throw Error("sequences of different models", "batch decoder", "batch copies of one model");
+  for (uint32_t r = 0; r < rows(); r++) {
+    const Lfm2Model& m = *sequences_[r];
+    if (&m.weights() != &model_.weights()) throw Error("sequences of different models", "batch decoder", "batch copies of one model");
+    if (&m.caches() != &model_.caches() || m.cache_slot() != r)
+      throw Error("row " + std::to_string(r) + " is not slot " + std::to_string(r) + " of the first sequence's caches", "batch decoder",
+                  "make the sequences with ModelOptions{.caches = shared caches, .cache_slot = row}");
+  }
 
   const gpu::Device& device = model_.device();
   gpu::KernelCache& kernels = model_.kernels();
@@ -101,14 +103,17 @@ Lfm2BatchDecoder::Lfm2BatchDecoder(std::vector<Lfm2Model*> sequences)
   // ---- kernel families (configurations shared with Lfm2Model::build) ----
   ops_ = std::make_unique<Ops>();
   Ops& o = *ops_;
+  const SequenceCaches& caches = model_.caches();
   const Lfm2KernelConfigs kc = lfm2_kernel_configs(s, choices);
   o.norm.emplace(kernels, kc.norm);
-  o.q_norm.emplace(kernels, kc.q_norm);
-  o.k_norm.emplace(kernels, kc.k_norm);
-  o.rope.emplace(kernels, kc.rope);
-  o.kv_write.emplace(kernels, kc.kv_write);
-  o.attn_decode.emplace(kernels, kc.attention);
-  o.conv.emplace(kernels, kernels::ConvConfig{.hidden = H, .fused = true});
+  kernels::QkNormRopeKvConfig qc = kc.qk_norm_rope_kv;
+  qc.cache_stride = caches.kv_slot_stride();
+  o.qk_norm_rope_kv.emplace(kernels, qc);
+  kernels::AttentionConfig ac = kc.attention;
+  ac.max_sequences = N;
+  ac.seq_stride = caches.kv_slot_stride();
+  o.attn_decode.emplace(kernels, ac);
+  o.conv.emplace(kernels, kernels::ConvConfig{.hidden = H, .state_stride = caches.conv_slot_stride(), .fused = true});
   o.silu_mul.emplace(kernels, kernels::SiluMulConfig{.ffn = F});
   o.embed.emplace(kernels, kernels::EmbedConfig{.rows = V, .cols = H, .asymmetric = weights.has("embed.zero_points")});
   if (choices.mlp_pair)
@@ -145,6 +150,7 @@ Lfm2BatchDecoder::Lfm2BatchDecoder(std::vector<Lfm2Model*> sequences)
   act_ = f32(F, "batch.mlp.act");
   logits_ = f32(V, "batch.logits");
   ids_ = device.create_storage(std::max<uint64_t>(16, uint64_t(N) * 4), "batch.ids");
+  steps_ = device.create_storage(uint64_t(N) * sizeof(kernels::StepParams), "batch.steps");
 
   auto row = [](const gpu::Buffer& b, uint32_t r, uint32_t per_row) {
     return gpu::Binding{&b, uint64_t(r) * per_row * 4, uint64_t(per_row) * 4};
@@ -168,25 +174,15 @@ Lfm2BatchDecoder::Lfm2BatchDecoder(std::vector<Lfm2Model*> sequences)
     layer.op_norm = o.norm->bind({&x_}, {&weights.section(mix + (attn ? "qkv.norm" : "in_proj.norm"))}, {&h_});
     layer.ffn_norm = o.norm->bind({&x_}, {&weights.section(p + "mlp.gate_up.norm")}, {&h_});
     if (attn) {
-      layer.q_norm = o.q_norm->bind({&qkv_}, {&weights.section(p + "attn.qkv.q_norm")});
-      layer.k_norm = o.k_norm->bind({&qkv_}, {&weights.section(p + "attn.qkv.k_norm")});
+      layer.qk_norm_rope_kv = o.qk_norm_rope_kv->bind({&qkv_}, {&weights.section(p + "attn.qkv.q_norm")}, {&weights.section(p + "attn.qkv.k_norm")},
+                                                      {&cos}, {&sin}, caches.k_all(i), caches.v_all(i), {&steps_});
+      layer.attn = o.attn_decode->bind({&qkv_}, caches.k_all(i), caches.v_all(i), {&attn_}, {&steps_});
+    } else {
+      layer.conv = o.conv->bind({&bcx_}, {&weights.section(p + "conv.core.taps")}, caches.conv_state_all(i), {&conv_y_}, {&steps_});
     }
     if (!choices.mlp_pair) layer.silu_mul = o.silu_mul->bind({&gu_}, {&act_});
-    for (uint32_t r = 0; r < N; r++) {
-      const Lfm2Model& m = *sequences_[r];
-      RowGroups g;
-      if (attn) {
-        const gpu::Binding qkv = row(qkv_, r, QKV);
-        g.rope = o.rope->bind(qkv, {nullptr}, {&cos}, {&sin}, {&m.step_buffer()});
-        g.kv_write = o.kv_write->bind(qkv, qkv, {&m.k_cache(i)}, {&m.v_cache(i)}, {&m.step_buffer()});
-        g.attn = o.attn_decode->bind(qkv, {&m.k_cache(i)}, {&m.v_cache(i)}, row(attn_, r, Q), {&m.step_buffer()});
-      } else {
-        g.conv = o.conv->bind(row(bcx_, r, 3 * H), {&weights.section(p + "conv.core.taps")}, {&m.conv_state(i)}, row(conv_y_, r, H),
-                              {&m.step_buffer()});
-      }
-      if (choices.mlp_pair) g.mlp = o.mlp->bind(layer.gate_up, layer.down, row(h_, r, H), row(x_, r, H));
-      layer.rows.push_back(std::move(g));
-    }
+    if (choices.mlp_pair)
+      for (uint32_t r = 0; r < N; r++) layer.mlp.push_back(o.mlp->bind(layer.gate_up, layer.down, row(h_, r, H), row(x_, r, H)));
     layers_.push_back(std::move(layer));
   }
   head_norm_ = o.norm->bind({&x_}, {&weights.section("head.norm")}, {&h_});
@@ -253,34 +249,34 @@ void Lfm2BatchDecoder::record(gpu::Recorder& rec, std::span<const uint32_t> rows
     for (const auto& b : parts) o.matvec.at(key).record(rec, b);
   };
 
-  // Rows in [0, T) that are not stepping carry stale values through the batched kernels; every
-  // row of those is computed independently of the others, and nothing reads them afterwards.
+  // Rows in [0, T) that are not stepping carry stale values through the batched matvecs; every
+  // row of those is computed independently of the others, and nothing reads them afterwards. The
+  // kernels with sequence state (caches, conv states) step only the rows listed in steps_.
+  std::vector<kernels::StepParams> steps;
+  uint32_t longest = 0;
   for (uint32_t r : rows) {
     const Lfm2Model& m = *sequences_[r];
-    kernels::upload_step(m.device(), m.step_buffer(), kernels::StepParams{.start = m.position(), .rows = 1});
+    steps.push_back({.start = m.position(), .rows = 1, .seq = r});
+    longest = std::max(longest, m.position() + 1);
     rec.copy(m.tokens(), uint64_t(m.position()) * 4, ids_, uint64_t(r) * 4, 4);
   }
+  model_.device().upload(steps_, 0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(steps.data()), steps.size() * sizeof steps[0]));
+  const uint32_t n = static_cast<uint32_t>(rows.size());
   o.embed->record(rec, w.embed);
   for (size_t i = 0; i < layers_.size(); i++) {
     const Layer& l = layers_[i];
     o.norm->record(rec, l.op_norm, T);
     matvec(l.mix_in_key, w.mix_in[i]);
     if (l.type == LayerType::Attention) {
-      o.q_norm->record(rec, l.q_norm, T);
-      o.k_norm->record(rec, l.k_norm, T);
-      for (uint32_t r : rows) {
-        const RowGroups& g = l.rows[r];
-        o.rope->record(rec, g.rope, 1);
-        o.kv_write->record(rec, g.kv_write, 1);
-        o.attn_decode->record(rec, g.attn, choices.blocks_for(sequences_[r]->position() + 1));
-      }
+      o.qk_norm_rope_kv->record(rec, l.qk_norm_rope_kv, 1, n);
+      o.attn_decode->record(rec, l.attn, choices.blocks_for(longest), n);
     } else {
-      for (uint32_t r : rows) o.conv->record(rec, l.rows[r].conv, 1);
+      o.conv->record(rec, l.conv, 1, n);
     }
     matvec(l.mix_out_key, w.mix_out[i]);
     o.norm->record(rec, l.ffn_norm, T);
     if (choices.mlp_pair) {
-      for (uint32_t r : rows) o.mlp->record(rec, l.rows[r].mlp);
+      for (uint32_t r : rows) o.mlp->record(rec, l.mlp[r]);
     } else {
       matvec("mlp_gate_up", w.gate_up[i]);
       o.silu_mul->record(rec, l.silu_mul, T);

@@ -3,9 +3,10 @@
 // sharing one set of GPU weights) and owns one row of the batch buffers. The weight-heavy parts
 // (embedding, RMSNorms, every projection, the head) run once over the rows with the batched
 // matvec, so a step reads each weight once whatever the number of sequences; the parts that
-// depend on a sequence's state (short conv, RoPE, KV write, attention) run per sequence on its
-// row, bound once to its model's buffers. The graph is Lfm2Model's decode step (same kernels for
-// everything but the projections, so the logits agree up to summation order).
+// depend on a sequence's state (short conv, q/k norm + RoPE + KV write, attention) run as one
+// dispatch over the stepping sequences, whose caches are slots of one SequenceCaches (row r =
+// slot r). The graph is Lfm2Model's decode step (same kernels for everything but the projections,
+// so the logits agree up to summation order).
 #pragma once
 
 #include <map>
@@ -21,16 +22,16 @@ namespace ember::llm {
 
 class Lfm2BatchDecoder {
  public:
-  // sequences[r] owns row r. All must come from one model (Lfm2Model's copy constructor). Throws
-  // ember::Error when unsupported() says why not.
+  // sequences[r] owns row r and slot r of the caches they all share. All must come from one model
+  // (Lfm2Model's copy constructor). Throws ember::Error when unsupported() says why not.
   explicit Lfm2BatchDecoder(std::vector<Lfm2Model*> sequences);
   ~Lfm2BatchDecoder();
   Lfm2BatchDecoder(const Lfm2BatchDecoder&) = delete;
   Lfm2BatchDecoder& operator=(const Lfm2BatchDecoder&) = delete;
 
-  // Empty when this model can be batched on its device, else the reason: every row of a batch
-  // buffer is bound at its own offset, which must be a multiple of the device's
-  // minStorageBufferOffsetAlignment.
+  // Empty when this model (its caches) can be batched on its device, else the reason: every row of
+  // a batch buffer is bound at its own offset, which must be a multiple of the device's
+  // minStorageBufferOffsetAlignment, and a whole layer's caches must fit one binding.
   static std::string unsupported(const Lfm2Model& model);
 
   // Records one decode step of the sequences `rows` (distinct row indices): each decodes the
@@ -57,6 +58,7 @@ class Lfm2BatchDecoder {
 
   // Activations, [rows()] rows each: row r belongs to sequences_[r].
   gpu::Buffer x_, h_, bcx_, qkv_, conv_y_, attn_, gu_, act_, ids_, logits_;
+  gpu::Buffer steps_;  // StepParams of the sequences the step records ({position, 1, row})
   gpu::BindGroup head_norm_;
 };
 

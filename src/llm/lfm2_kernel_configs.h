@@ -6,6 +6,7 @@
 #include "formats/llm_runtime.h"
 #include "kernels/attention.h"
 #include "kernels/kv_write.h"
+#include "kernels/qk_norm_rope_kv.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "llm/kernel_choice.h"
@@ -18,6 +19,7 @@ struct Lfm2KernelConfigs {
   kernels::RopeConfig rope;               // q and k of the qkv rows
   kernels::KvWriteConfig kv_write;        // k and v of the qkv rows into the caches
   kernels::AttentionConfig attention;     // q of the qkv rows over the caches
+  kernels::QkNormRopeKvConfig qk_norm_rope_kv;  // q_norm + k_norm + rope + kv_write in one kernel
 };
 
 Lfm2KernelConfigs lfm2_kernel_configs(const formats::LlmShape& shape, const KernelChoices& choices);

@@ -88,20 +88,28 @@ Lfm2Model::Lfm2Model(const Lfm2Model& other, const ModelOptions& options)
   build();
 }
 
+uint32_t Lfm2Model::capacity_of(const formats::LlmPack& pack) {
+  const int64_t rope_rows = static_cast<int64_t>(pack.f32_section("rope.cos_ext").size() / (pack.shape().head_dim / 2));
+  const int64_t positions = pack.runtime().max_total_positions;
+  return u32(std::min<int64_t>(positions > 0 ? positions : rope_rows, rope_rows));
+}
+
+std::shared_ptr<SequenceCaches> Lfm2Model::make_caches(const gpu::Device& device, const formats::LlmPack& pack, uint32_t slots) {
+  return std::make_shared<SequenceCaches>(device, pack.shape(), capacity_of(pack), choose_kernels(pack, device).padding, slots);
+}
+
 void Lfm2Model::build() {
   const gpu::Device& device = device_;
   gpu::KernelCache& kernels = kernels_;
   const formats::LlmPack& pack = pack_;
   const auto& s = pack.shape();
-  const auto& rt = pack.runtime();
-  const uint32_t H = u32(s.hidden), F = u32(s.ffn), V = u32(s.vocab), D = u32(s.head_dim);
-  const uint32_t Q = u32(s.q_rows()), KV = u32(s.kv_rows()), QKV = u32(s.qkv_rows());
+  const uint32_t H = u32(s.hidden), F = u32(s.ffn), V = u32(s.vocab);
+  const uint32_t Q = u32(s.q_rows()), QKV = u32(s.qkv_rows());
   const uint32_t C = std::max<uint32_t>(1, options_.prefill_chunk);
   const float eps = static_cast<float>(s.eps());
 
   choices_ = choose_kernels(pack, device);
-  const int64_t rope_rows = static_cast<int64_t>(pack.f32_section("rope.cos_ext").size() / (D / 2));
-  capacity_ = u32(std::min<int64_t>(rt.max_total_positions > 0 ? rt.max_total_positions : rope_rows, rope_rows));
+  capacity_ = capacity_of(pack);
 
   // ---- kernel families ----
   ops_ = std::make_unique<Ops>();
@@ -113,9 +121,7 @@ void Lfm2Model::build() {
   o.rope.emplace(kernels, kc.rope);
   o.kv_write.emplace(kernels, kc.kv_write);
   if (choices_.qk_fuse)
-    o.qk_norm_rope_kv.emplace(kernels, kernels::QkNormRopeKvConfig{.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D,
-                                                                   .padding = choices_.padding, .stride = QKV, .q_offset = 0, .k_offset = Q,
-                                                                   .v_offset = Q + KV, .eps = eps});
+    o.qk_norm_rope_kv.emplace(kernels, kc.qk_norm_rope_kv);
   o.attn_decode.emplace(kernels, kc.attention);
   o.attn_prefill.emplace(kernels, kc.attention);
   o.conv_decode.emplace(kernels, kernels::ConvConfig{.hidden = H, .fused = true});
@@ -189,11 +195,17 @@ void Lfm2Model::build() {
 
   const auto& cos = weights_->section("rope.cos_ext");
   const auto& sin = weights_->section("rope.sin_ext");
-  const uint64_t cache_bytes = uint64_t(capacity_) * u32(s.kv_heads) * (D + choices_.padding) * 4;
+  caches_ = options_.caches;
+  if (!caches_) {
+    options_.cache_slot = 0;
+    caches_ = std::make_shared<SequenceCaches>(device, s, capacity_, choices_.padding, 1);
+  } else if (caches_->capacity() != capacity_ || caches_->padding() != choices_.padding || options_.cache_slot >= caches_->slots()) {
+    throw Error("sequence caches of " + std::to_string(caches_->capacity()) + " positions, padding " + std::to_string(caches_->padding()) + ", " +
+                    std::to_string(caches_->slots()) + " slots do not fit this model (" + std::to_string(capacity_) + " positions, padding " +
+                    std::to_string(choices_.padding) + ", slot " + std::to_string(options_.cache_slot) + ")",
+                "model caches", "make the caches from the model's capacity and kernel choices");
+  }
   const int L = static_cast<int>(s.layers());
-  conv_state_.resize(L);
-  k_cache_.resize(L);
-  v_cache_.resize(L);
   for (int i = 0; i < L; i++) {
     Layer layer;
     layer.type = s.layer_types[i];
@@ -219,22 +231,19 @@ void Lfm2Model::build() {
                                                          attn ? gpu::Binding{&qkv_} : gpu::Binding{&bcx_}, nf ? gpu::Binding{&op_norm_w} : gpu::Binding{});
     layer.mix_out_mv = o.matvec.at(layer.mix_out_key).bind(layer.mix_out, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, {&x_});
     if (attn) {
-      k_cache_[i] = device.create_storage(cache_bytes, p + "k_cache");
-      v_cache_[i] = device.create_storage(cache_bytes, p + "v_cache");
       layer.q_norm = o.q_norm->bind({&qkv_}, {&weights_->section(p + "attn.qkv.q_norm")});
       layer.k_norm = o.k_norm->bind({&qkv_}, {&weights_->section(p + "attn.qkv.k_norm")});
       layer.rope = o.rope->bind({&qkv_}, {nullptr}, {&cos}, {&sin}, {&step_});
-      layer.kv_write = o.kv_write->bind({&qkv_}, {&qkv_}, {&k_cache_[i]}, {&v_cache_[i]}, {&step_});
+      layer.kv_write = o.kv_write->bind({&qkv_}, {&qkv_}, k_cache(i), v_cache(i), {&step_});
       if (o.qk_norm_rope_kv)
         layer.qk_norm_rope_kv = o.qk_norm_rope_kv->bind({&qkv_}, {&weights_->section(p + "attn.qkv.q_norm")}, {&weights_->section(p + "attn.qkv.k_norm")},
-                                                        {&cos}, {&sin}, {&k_cache_[i]}, {&v_cache_[i]}, {&step_});
-      layer.attn_decode = o.attn_decode->bind({&qkv_}, {&k_cache_[i]}, {&v_cache_[i]}, {&attn_}, {&step_});
-      layer.attn_prefill = o.attn_prefill->bind({&qkv_}, {&k_cache_[i]}, {&v_cache_[i]}, {&attn_}, {&step_});
+                                                        {&cos}, {&sin}, k_cache(i), v_cache(i), {&step_});
+      layer.attn_decode = o.attn_decode->bind({&qkv_}, k_cache(i), v_cache(i), {&attn_}, {&step_});
+      layer.attn_prefill = o.attn_prefill->bind({&qkv_}, k_cache(i), v_cache(i), {&attn_}, {&step_});
     } else {
-      conv_state_[i] = device.create_storage(uint64_t(H) * 2 * 4, p + "conv_state");
       const auto& taps = weights_->section(p + "conv.core.taps");
-      layer.conv_decode = o.conv_decode->bind({&bcx_}, {&taps}, {&conv_state_[i]}, {&conv_y_}, {&step_});
-      layer.conv_prefill = o.conv_prefill->bind({&bcx_}, {&taps}, {&conv_state_[i]}, {&conv_y_}, {&step_});
+      layer.conv_decode = o.conv_decode->bind({&bcx_}, {&taps}, conv_state(i), {&conv_y_}, {&step_});
+      layer.conv_prefill = o.conv_prefill->bind({&bcx_}, {&taps}, conv_state(i), {&conv_y_}, {&step_});
     }
     if (choices_.mlp_pair) {
       layer.mlp = o.mlp->bind(layer.gate_up, layer.down, {nf ? &x_ : &h_, 0, uint64_t(H) * 4}, {&x_, 0, uint64_t(H) * 4},
@@ -307,8 +316,10 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
   const Ops& o = *ops_;
   const bool decode = chunk == nullptr;
   if (clear_state_) {
-    for (const auto& b : conv_state_)
-      if (b) rec.clear(b);
+    for (size_t i = 0; i < layers_.size(); i++) {
+      const gpu::Binding state = conv_state(i);
+      if (*state.buffer) rec.clear(*state.buffer, state.offset, state.size);
+    }
     clear_state_ = false;
   }
   for (size_t i = 0; i < layers_.size(); i++) {

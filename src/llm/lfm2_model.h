@@ -20,6 +20,7 @@
 #include "kernels/matmul_q4.h"
 #include "llm/kernel_choice.h"
 #include "llm/lfm2_weights.h"
+#include "llm/sequence_caches.h"
 
 namespace ember::llm {
 
@@ -29,13 +30,25 @@ struct ModelOptions {
   // prompt as one chunk.
   uint32_t prefill_chunk = 256;
   bool quiet = false;            // no loading progress on stderr
+  // Where this sequence's KV caches and conv states live: slot `cache_slot` of `caches` (shared
+  // with the other sequences a batched decoder steps together; its capacity and padding must be
+  // the model's). Null: caches of its own.
+  std::shared_ptr<SequenceCaches> caches;
+  uint32_t cache_slot = 0;
 };
 
 class Lfm2Model {
  public:
   Lfm2Model(const gpu::Device& device, gpu::KernelCache& kernels, const formats::LlmPack& pack, const ModelOptions& options = {});
-  // Another sequence of the same model: shares `other`'s GPU weights, has its own caches.
+  // Another sequence of the same model: shares `other`'s GPU weights; its caches are its own or
+  // a slot of options.caches.
   Lfm2Model(const Lfm2Model& other, const ModelOptions& options);
+
+  // Caches for `slots` sequences of this pack on this device (ModelOptions::caches), shaped as
+  // the model will need them: its capacity and the cache padding its kernel choices pick.
+  static std::shared_ptr<SequenceCaches> make_caches(const gpu::Device& device, const formats::LlmPack& pack, uint32_t slots);
+  // Positions one sequence of this pack can hold (capacity()).
+  static uint32_t capacity_of(const formats::LlmPack& pack);
   ~Lfm2Model();
   Lfm2Model(const Lfm2Model&) = delete;
   Lfm2Model& operator=(const Lfm2Model&) = delete;
@@ -87,13 +100,14 @@ class Lfm2Model {
   uint64_t decode_weight_bytes() const;
 
   // The sequence's state, for a graph that records the decode of several sequences together
-  // (Lfm2BatchDecoder): the shared weights, this sequence's step buffer (StepParams) and its
-  // per-layer caches (empty buffers where the layer has none).
+  // (Lfm2BatchDecoder): the shared weights and the caches this sequence occupies a slot of.
   const Lfm2Weights& weights() const { return *weights_; }
-  const gpu::Buffer& step_buffer() const { return step_; }
-  const gpu::Buffer& conv_state(size_t layer) const { return conv_state_.at(layer); }
-  const gpu::Buffer& k_cache(size_t layer) const { return k_cache_.at(layer); }
-  const gpu::Buffer& v_cache(size_t layer) const { return v_cache_.at(layer); }
+  const SequenceCaches& caches() const { return *caches_; }
+  const std::shared_ptr<SequenceCaches>& shared_caches() const { return caches_; }
+  uint32_t cache_slot() const { return options_.cache_slot; }
+  gpu::Binding conv_state(size_t layer) const { return caches_->conv_state(layer, cache_slot()); }
+  gpu::Binding k_cache(size_t layer) const { return caches_->k(layer, cache_slot()); }
+  gpu::Binding v_cache(size_t layer) const { return caches_->v(layer, cache_slot()); }
   // Such a graph recorded the decode of tokens()[position()]: the sequence moves one position on.
   void advance_position() { position_++; }
 
@@ -129,7 +143,7 @@ class Lfm2Model {
   gpu::BindGroup head_norm_;
   kernels::Bound head_mv_, decode_head_mv_, decode_embed_;
   gpu::Buffer logits_, tokens_, step_;
-  std::vector<gpu::Buffer> conv_state_, k_cache_, v_cache_;  // per layer (empty where unused)
+  std::shared_ptr<SequenceCaches> caches_;
 };
 
 }  // namespace ember::llm

@@ -19,7 +19,12 @@ Session::Session(const std::filesystem::path& model_dir, const SessionOptions& o
 
   device_ = std::make_unique<gpu::Device>(gpu::Device::open(options.device));
   kernels_ = std::make_unique<gpu::KernelCache>(*device_);
-  model_ = std::make_unique<Lfm2Model>(*device_, *kernels_, *pack_, options.model);
+  ModelOptions mo = options.model;
+  if (options.sequences > 1 && !mo.caches) {
+    mo.caches = Lfm2Model::make_caches(*device_, *pack_, options.sequences);
+    mo.cache_slot = 0;
+  }
+  model_ = std::make_unique<Lfm2Model>(*device_, *kernels_, *pack_, mo);
   if (!options.model.quiet)
     for (const auto& w : model_->choices().warnings) std::fprintf(stderr, "ember: warning: %s\n", w.c_str());
   generator_ = std::make_unique<Generator>(*model_, static_cast<uint32_t>(tokenizer_->vocab_size()));

@@ -20,6 +20,9 @@ namespace ember::llm {
 struct SessionOptions {
   gpu::DeviceOptions device;
   ModelOptions model;
+  // Sequences the caches have slots for: the model takes slot 0, sequences made from it (the
+  // server's other slots, a batched decoder's rows) take 1.. (ModelOptions::caches).
+  uint32_t sequences = 1;
 };
 
 class Session {

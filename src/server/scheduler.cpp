@@ -16,6 +16,9 @@ Scheduler::Scheduler(llm::Session& session, const SchedulerOptions& options) : s
                 "--parallel", "give --parallel >= " + std::to_string(std::max<int64_t>(1, pack.runtime().max_queries)));
   llm::Lfm2Model& base = session.model();
   capacity_ = base.capacity();
+  // Slot i is slot i of the model's caches when they have a slot per sequence (the batched
+  // decoder steps them all in one dispatch per kernel); else every slot has caches of its own.
+  const bool pooled = base.caches().slots() >= options.parallel && base.cache_slot() == 0;
   sample_vocab_ = std::min<uint32_t>(static_cast<uint32_t>(session.tokenizer().vocab_size()), base.vocab());
   // One sampler serves every slot: its scratch buffer is reused by dispatches that run in order
   // within the submit.
@@ -27,13 +30,18 @@ Scheduler::Scheduler(llm::Session& session, const SchedulerOptions& options) : s
     if (i == 0) {
       s.model = &base;
     } else {
-      s.owned = std::make_unique<llm::Lfm2Model>(base, llm::ModelOptions{.quiet = true});
+      llm::ModelOptions mo{.quiet = true};
+      if (pooled) {
+        mo.caches = base.shared_caches();
+        mo.cache_slot = i;
+      }
+      s.owned = std::make_unique<llm::Lfm2Model>(base, mo);
       s.model = s.owned.get();
     }
     s.params = device.create_storage(sizeof(kernels::SamplerParams), "slot.sampler.params");
     s.groups = sampler_->bind({&s.model->logits()}, {&s.model->tokens()}, {&s.params});
   }
-  if (options.parallel > 1 && llm::Lfm2BatchDecoder::unsupported(base).empty()) {
+  if (options.parallel > 1 && pooled && llm::Lfm2BatchDecoder::unsupported(base).empty()) {
     std::vector<llm::Lfm2Model*> rows;
     for (auto& s : slots_) rows.push_back(s.model);
     batch_ = std::make_unique<llm::Lfm2BatchDecoder>(rows);

@@ -49,7 +49,11 @@ BatchBenchResult bench_batch(llm::Lfm2Model& model, uint32_t sample_vocab, const
   const uint32_t vocab = std::min(sample_vocab ? sample_vocab : model.vocab(), model.vocab());
   kernels::Sampler sampler(model.kernels(), llm::sampler_config(vocab));
   std::vector<std::unique_ptr<llm::Lfm2Model>> copies;
-  for (uint32_t r = 1; r < most; r++) copies.push_back(std::make_unique<llm::Lfm2Model>(model, llm::ModelOptions{.quiet = true}));
+  if (most > model.caches().slots() || model.cache_slot() != 0)
+    throw Error("the model's caches have " + std::to_string(model.caches().slots()) + " slots for " + std::to_string(most) + " rows",
+                "bench batch", "open the model with SessionOptions::sequences >= the most rows");
+  for (uint32_t r = 1; r < most; r++)
+    copies.push_back(std::make_unique<llm::Lfm2Model>(model, llm::ModelOptions{.quiet = true, .caches = model.shared_caches(), .cache_slot = r}));
 
   llm::SamplingOptions sampling;
   sampling.temperature = options.sample ? 1.0f : 0.0f;
