@@ -77,7 +77,7 @@ TEST_P(MatvecBatchQ4Test, MatchesReferenceForEveryVectorCount) {
 
 INSTANTIATE_TEST_SUITE_P(Geometries, MatvecBatchQ4Test,
                          ::testing::Values(Case{kernels::Reduction::shared, 256, 32, 16}, Case{kernels::Reduction::subgroup, 256, 32, 16},
-                                           Case{kernels::Reduction::subgroup, 64, 4, 5}, Case{kernels::Reduction::shared, 64, 4, 5},
+                                           Case{kernels::Reduction::subgroup, 64, 8, 5}, Case{kernels::Reduction::shared, 64, 16, 5},
                                            Case{kernels::Reduction::subgroup, 128, 64, 8}, Case{kernels::Reduction::subgroup, 32, 8, 3}),
                          [](const auto& info) {
                            const Case& c = info.param;
@@ -102,6 +102,7 @@ TEST(MatvecBatchQ4Errors, BadConfigsAndBindsAreRejected) {
   auto& k = test::test_kernels();
   EXPECT_THROW(kernels::MatvecBatchQ4(k, {.rows = 8, .cols = 48}), Error);
   EXPECT_THROW(kernels::MatvecBatchQ4(k, {.rows = 8, .cols = 64, .lanes = 24}), Error);
+  EXPECT_THROW(kernels::MatvecBatchQ4(k, {.rows = 8, .cols = 64, .lanes = 4}), Error);  // 8 lanes share a block
   EXPECT_THROW(kernels::MatvecBatchQ4(k, {.rows = 8, .cols = 64, .max_vectors = 0}), Error);
   EXPECT_THROW(kernels::MatvecBatchQ4(k, {.rows = 8, .cols = 64, .max_vectors = kernels::kMaxVectors + 1}), Error);
   EXPECT_THROW(kernels::MatvecBatchQ4(k, {.rows = 8, .cols = 64, .max_vectors = 16, .workgroup_size = 1024}), Error);  // workgroup memory

@@ -25,8 +25,8 @@ MatvecBatchQ4::MatvecBatchQ4(gpu::KernelCache& kernels, const MatvecBatchConfig&
   if (config.max_vectors == 0 || config.max_vectors > kMaxVectors)
     fail("max_vectors " + std::to_string(config.max_vectors) + " is outside 1.." + std::to_string(kMaxVectors),
          "split larger batches over several dispatches");
-  if (config.lanes == 0 || !std::has_single_bit(config.lanes) || config.workgroup_size % config.lanes != 0)
-    fail("lanes " + std::to_string(config.lanes) + " is not a power of two dividing workgroup size " +
+  if (config.lanes < 8 || !std::has_single_bit(config.lanes) || config.workgroup_size % config.lanes != 0)
+    fail("lanes " + std::to_string(config.lanes) + " is not a power of two >= 8 dividing workgroup size " +
              std::to_string(config.workgroup_size),
          "use e.g. 32 lanes and a workgroup of 256");
   const WGPULimits& lim = device.limits();

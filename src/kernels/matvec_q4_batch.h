@@ -17,7 +17,7 @@ struct MatvecBatchConfig {
   OutputMode mode = OutputMode::overwrite;
   uint32_t max_vectors = 16;    // most vectors one bind may take, 1..kMaxVectors (sizes workgroup memory)
   uint32_t workgroup_size = 256;
-  uint32_t lanes = 32;          // lanes per row: a power of two dividing workgroup_size
+  uint32_t lanes = 32;          // lanes per row: a power of two >= 8 dividing workgroup_size (8 share a block)
   Reduction reduction = Reduction::best;
   uint32_t max_workgroups_per_dim = 0;  // 0: the device's limit (tests lower it to reach 2D grids)
 };

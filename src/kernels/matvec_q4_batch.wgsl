@@ -2,9 +2,11 @@
 // [rows][cols] (q4_block.wgsl) read once for all of them, X [vectors][cols], Y [vectors][rows] f32.
 //
 // A workgroup of WG lanes is cut into lane groups of L lanes, one row per group (WG / L rows per
-// workgroup). Lane l of a group walks blocks l, l + L, ... of its row: it decodes the block into
-// registers once and dots it with that block of every vector (the vectors, vectors * cols * 4
-// bytes, stay in cache). NV bounds the vector count.
+// workgroup). Eight lanes share a 32-block, four elements each: lane l of a group takes elements
+// 4 (l % 8) .. + 3 of blocks l / 8, l / 8 + L / 8, ... of its row, decodes them once and dots them
+// with the same four elements of every vector. So the lanes of a subgroup read consecutive
+// 16-byte pieces of a vector (coalesced; the vectors, vectors * cols * 4 bytes, stay in cache)
+// rather than one 128-byte block each. NV bounds the vector count; L >= 8.
 //
 // Structural variants (preprocessor), as in matvec_q4.wgsl:
 //   ASYMMETRIC   zero points (binding 5): w = (q - zp) * scale (the head); else (q - 8) * scale.
@@ -31,7 +33,7 @@ struct Params {
 #endif
 
 override WG: u32 = 256u;  // lanes per workgroup
-override L: u32 = 32u;    // lanes per row: a power of two dividing WG
+override L: u32 = 32u;    // lanes per row: a power of two >= 8 dividing WG
 override NV: u32 = 16u;   // most vectors per dispatch, at most MAX_NV
 const MAX_NV = 16u;       // accumulator array size (function-scope arrays need a const size)
 
@@ -64,24 +66,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 
   var acc: array<f32, MAX_NV>;
   for (var v = 0u; v < NV; v++) { acc[v] = 0.0; }
+  let part = lane % 8u;  // elements 4 part .. 4 part + 3 of each block: nibbles of word part / 2
+  let shift = vec4<u32>(0u, 4u, 8u, 12u) + 16u * (part % 2u);
   if (r < p.rows) {
-    for (var b = lane; b < p.blocks; b += L) {
+    for (var b = lane / 8u; b < p.blocks; b += L / 8u) {
       let blk = r * p.blocks + b;
-      let word = wq[blk];
-      let zero = block_zero(blk);
-      var w: array<vec4<f32>, 8>;
-      for (var k = 0u; k < 4u; k++) {
-        w[2u * k] = q4_low(word[k], zero);
-        w[2u * k + 1u] = q4_high(word[k], zero);
-      }
-      let s = scales[blk];
+      let q = (vec4<u32>(wq[blk][part / 2u]) >> shift) & vec4<u32>(15u);
+      let w = (vec4<f32>(q) - block_zero(blk)) * scales[blk];
       for (var v = 0u; v < NV; v++) {
-        if (v < p.vectors) {
-          let base = (v * p.blocks + b) * 8u;
-          var d = 0.0;
-          for (var j = 0u; j < 8u; j++) { d += dot(w[j], x[base + j]); }
-          acc[v] += s * d;
-        }
+        if (v < p.vectors) { acc[v] += dot(w, x[(v * p.blocks + b) * 8u + part]); }
       }
     }
   }
