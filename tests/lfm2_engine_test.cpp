@@ -151,6 +151,7 @@ INSTANTIATE_TEST_SUITE_P(
                       CandidateCase{"v3_both_8_2", {{"matvec", matvec_all("v3_both", 128, 8, 2, 1)}}},
                       CandidateCase{"v3_both_4_2rows", {{"matvec", matvec_all("v3_both", 64, 4, 8, 2)}}},
                       CandidateCase{"carried_16_lanes", {{"matvec", matvec_all("carried", 128, 16, 3, 1)}}},
+                      CandidateCase{"split_block_16_lanes", {{"matvec", matvec_all("split_block", 128, 16, 2, 1)}}},
                       CandidateCase{"mlp_pair", {{"mlpPair", true}, {"mlpSlices", 5}, {"mlpWorkgroup", 128}}},
                       CandidateCase{"flash_blocks", {{"flash", true}, {"flashBlocks", 4}}},
                       CandidateCase{"kv_padding", {{"padding", 3}}},

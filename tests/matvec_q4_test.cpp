@@ -93,10 +93,21 @@ INSTANTIATE_TEST_SUITE_P(
              geometry_name(std::get<2>(info.param));
     });
 
+// split_block: eight lanes per block, so lane groups of at least 8 (and wider than lavapipe's
+// subgroup; several subgroups per row; up to 8 rows per group).
+INSTANTIATE_TEST_SUITE_P(
+    SplitBlock, MatvecQ4Test,
+    ::testing::Combine(::testing::Values(kernels::Q4Variant::split_block), ::testing::Values(kernels::Reduction::subgroup, kernels::Reduction::shared),
+                       ::testing::Values(MatvecGeometry{512, 32, 4, 1}, MatvecGeometry{64, 4, 3, 2}, MatvecGeometry{64, 8, 2, 1},
+                                         MatvecGeometry{128, 16, 8, 1})),
+    [](const auto& info) {
+      return std::string(std::get<1>(info.param) == kernels::Reduction::subgroup ? "subgroup_" : "shared_") + geometry_name(std::get<2>(info.param));
+    });
+
 // Accumulate mode (y += W x) for each variant and reduction; its only difference is the store.
 TEST(MatvecQ4Accumulate, AddsIntoY) {
   uint32_t seed = 30;
-  for (auto variant : {kernels::Q4Variant::carried, kernels::Q4Variant::v3_both})
+  for (auto variant : {kernels::Q4Variant::carried, kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block})
     for (auto reduction : {kernels::Reduction::best, kernels::Reduction::shared})
       for (auto [rows, cols] : std::vector<std::pair<uint32_t, uint32_t>>{{7, 64}, {100, 320}})
         EXPECT_LT(run_matvec({variant, reduction, {256, 32, 3, 1}}, rows, cols, false, kernels::OutputMode::accumulate, seed++),
@@ -115,6 +126,9 @@ TEST(MatvecQ4Seed, SeedShapesWithSeedGeometries) {
             test::kF32Tolerance);
   EXPECT_LT(run_matvec({kernels::Q4Variant::v3_both, kernels::Reduction::best, {256, 32, 8, 1}}, 1000, 1024, true,
                        kernels::OutputMode::overwrite, 9),
+            test::kF32Tolerance);
+  EXPECT_LT(run_matvec({kernels::Q4Variant::split_block, kernels::Reduction::best, {64, 16, 2, 2}}, 2560, 1024, false,
+                       kernels::OutputMode::accumulate, 10),
             test::kF32Tolerance);
 }
 
@@ -135,6 +149,9 @@ TEST(MatvecQ4Errors, BadGeometryAndMismatchedMatricesAreRejected) {
   EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 48}), Error);
   EXPECT_THROW(kernels::parse_q4_variant("v4"), Error);
   EXPECT_EQ(kernels::parse_q4_variant("v3_both"), kernels::Q4Variant::v3_both);
+  EXPECT_EQ(kernels::parse_q4_variant("split_block"), kernels::Q4Variant::split_block);
+  EXPECT_THROW(kernels::MatvecQ4(test::test_kernels(), {.rows = 8, .cols = 64, .variant = kernels::Q4Variant::split_block, .geometry = {32, 4, 1, 1}}),
+               Error);  // 4 lanes: split_block needs 8
 
   kernels::MatvecQ4 mv(k, {.rows = 8, .cols = 64});
   auto w = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(8 * 64, 1), 8, 64));

@@ -57,7 +57,12 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
                                    {"SG", g.subgroup_size},
                                    {"RPS", g.rows_per_subgroup},
                                    {"SPR", g.subgroups_per_row}}};
-  if (config.variant == Q4Variant::v3_both) key.defines.insert("V3_BOTH");
+  if (config.variant == Q4Variant::v3_both || config.variant == Q4Variant::split_block) key.defines.insert("V3_BOTH");
+  if (config.variant == Q4Variant::split_block) {
+    if (g.subgroup_size * g.subgroups_per_row < 8)
+      throw Error("split_block needs at least 8 lanes per row (subgroupSize x subgroupsPerRow)", where, "use another variant or a wider lane group");
+    key.defines.insert("SPLIT_BLOCK");
+  }
   if (config.asymmetric) key.defines.insert("ASYMMETRIC");
   if (config.mode == OutputMode::accumulate) key.defines.insert("ACCUMULATE");
   if (config.gated) key.defines.insert("GATED");

@@ -10,6 +10,10 @@
 // Structural variants (preprocessor):
 //   V3_BOTH      weights and x loaded as 16-byte vectors, one block per lane step ("v3_both");
 //                otherwise scalar u32/f32 loads of the same block ("carried").
+//   SPLIT_BLOCK  (with V3_BOTH, "split_block") eight lanes share a block, four elements each:
+//                lane l takes elements 4 (l % 8) .. + 3 of blocks l / 8, l / 8 + L / 8, ..., so a
+//                subgroup reads x in consecutive 16-byte pieces (coalesced) instead of one
+//                128-byte block per lane, and the weights as 4-byte words. Needs L >= 8.
 //   ASYMMETRIC   zero points (binding 5): w = (q - zp) * scale (the head); else (q - 8) * scale.
 //   ACCUMULATE   y += W x (residual add) instead of y = W x.
 //   SUBGROUPS    subgroup reduction; otherwise workgroup memory only (no optional feature).
@@ -102,15 +106,18 @@ fn input_norm_scale(li: u32) -> f32 {
 }
 #endif
 
+// Elements 4i .. 4i + 3 of the (normed) input.
+fn x_piece(i: u32) -> vec4<f32> {
+#if NORM_INPUT
+  return x4(i) * norm_scale * norm_w[i];
+#else
+  return x4(i);
+#endif
+}
+
 fn load_x_block(b: u32) -> array<vec4<f32>, 8> {
   var xs: array<vec4<f32>, 8>;
-  for (var j = 0u; j < 8u; j++) {
-#if NORM_INPUT
-    xs[j] = x4(b * 8u + j) * norm_scale * norm_w[b * 8u + j];
-#else
-    xs[j] = x4(b * 8u + j);
-#endif
-  }
+  for (var j = 0u; j < 8u; j++) { xs[j] = x_piece(b * 8u + j); }
   return xs;
 }
 
@@ -161,6 +168,21 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 #endif
 
   var acc: array<f32, MAX_NR>;
+#if SPLIT_BLOCK
+  let part = lane % 8u;  // elements 4 part .. 4 part + 3 of a block: the nibbles of word part / 2
+  let shift = vec4<u32>(0u, 4u, 8u, 12u) + 16u * (part % 2u);
+  for (var b = lane / 8u; b < p.blocks; b += L / 8u) {
+    let xv = x_piece(b * 8u + part);
+    for (var j = 0u; j < NR; j++) {
+      if (row0 + (j % RPS) < p.rows) {
+        let r = weight_row(row0, j);
+        let blk = r * p.blocks + b;
+        let q = (vec4<u32>(wq[blk][part / 2u]) >> shift) & vec4<u32>(15u);
+        acc[j] += scales[blk] * dot(vec4<f32>(q) - block_zero(r, b), xv);
+      }
+    }
+  }
+#else
   for (var b = lane; b < p.blocks; b += L) {
     let xs = load_x_block(b);
     for (var j = 0u; j < NR; j++) {
@@ -170,6 +192,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
       }
     }
   }
+#endif
 
 #if SUBGROUPS
   // Sum inside the hardware subgroup over w = min(L, sg_size) lanes: subgroupAdd when a lane group

@@ -7,10 +7,18 @@ namespace ember::kernels {
 Q4Variant parse_q4_variant(const std::string& name) {
   if (name == "carried") return Q4Variant::carried;
   if (name == "v3_both") return Q4Variant::v3_both;
-  throw Error("unknown 4-bit matvec variant \"" + name + "\"", "candidate", "use \"carried\" or \"v3_both\"");
+  if (name == "split_block") return Q4Variant::split_block;
+  throw Error("unknown 4-bit matvec variant \"" + name + "\"", "candidate", "use \"carried\", \"v3_both\" or \"split_block\"");
 }
 
-const char* q4_variant_name(Q4Variant v) { return v == Q4Variant::carried ? "carried" : "v3_both"; }
+const char* q4_variant_name(Q4Variant v) {
+  switch (v) {
+    case Q4Variant::carried: return "carried";
+    case Q4Variant::v3_both: return "v3_both";
+    case Q4Variant::split_block: return "split_block";
+  }
+  return "carried";
+}
 
 Grid split_grid(uint64_t groups, uint32_t max_per_dim, const std::string& where) {
   if (groups == 0) return {1, 1};

@@ -22,7 +22,7 @@ struct Q4Matrix {
 };
 
 // The candidate's 4-bit matvec strategies: scalar loads of whole blocks, or 16-byte vector loads.
-enum class Q4Variant { carried, v3_both };
+enum class Q4Variant { carried, v3_both, split_block };
 // The candidate's names ("carried", "v3_both"); anything else is an ember::Error.
 Q4Variant parse_q4_variant(const std::string& name);
 const char* q4_variant_name(Q4Variant v);

@@ -109,12 +109,13 @@ std::vector<MatvecConfigChoice> matvec_space(const gpu::Device& device, const st
   const uint32_t sub = std::max<uint32_t>(4, std::min<uint32_t>(32, device.subgroup_size()));
   std::set<uint32_t> widths{std::max<uint32_t>(4, sub / 2), sub, std::min<uint32_t>(64, sub * 2)};
   std::vector<MatvecConfigChoice> grid;
-  for (auto variant : {kernels::Q4Variant::carried, kernels::Q4Variant::v3_both})
+  for (auto variant : {kernels::Q4Variant::carried, kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block})
     for (uint32_t wg : {64u, 128u, 256u, 512u})
       for (uint32_t sg : widths)
         for (uint32_t rows : {1u, 2u, 4u, 8u})
           for (uint32_t per_row : {1u, 2u}) {
             if (wg % (sg * per_row) != 0 || wg > device.limits().maxComputeInvocationsPerWorkgroup) continue;
+            if (variant == kernels::Q4Variant::split_block && sg * per_row < 8) continue;  // eight lanes share a block
             grid.push_back({variant, {wg, sg, rows, per_row}});
           }
   std::mt19937 rng(20261202);
