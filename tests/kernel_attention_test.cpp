@@ -101,7 +101,7 @@ TEST(AttentionDecode, StepsSeveralSequencesInOneDispatch) {
   std::vector<kernels::StepParams> entries;
   for (size_t i = 0; i < seqs.size(); i++) entries.push_back({.start = lengths[i] - 1, .rows = 1, .seq = seqs[i]});
   auto steps = dev.create_storage(entries.size() * sizeof(kernels::StepParams), "steps");
-  dev.upload(steps, 0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(entries.data()), entries.size() * sizeof entries[0]));
+  kernels::upload_steps(dev, steps, entries);
   kernels::AttentionDecode attn(test_kernels(), {.heads = H, .kv_heads = KV, .head_dim = d, .padding = padding, .max_blocks = 8,
                                                  .max_sequences = slots, .seq_stride = stride});
   for (uint32_t blocks : {1u, 3u, 8u}) {

@@ -61,7 +61,7 @@ TEST(ShortConv, StepsSeveralSequencesInOneDispatch) {
   std::vector<kernels::StepParams> entries;
   for (uint32_t s : seqs) entries.push_back({.start = 10 + s, .rows = 1, .seq = s});
   auto steps = dev.create_storage(entries.size() * sizeof(kernels::StepParams), "steps");
-  dev.upload(steps, 0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(entries.data()), entries.size() * sizeof entries[0]));
+  kernels::upload_steps(dev, steps, entries);
   auto g = conv.bind({&ib}, {&tb}, {&sb}, {&out}, {&steps});
   gpu::Recorder rec(dev);
   conv.record(rec, g, 1, static_cast<uint32_t>(seqs.size()));

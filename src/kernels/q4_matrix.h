@@ -21,9 +21,10 @@ struct Q4Matrix {
   bool asymmetric() const { return zero_points.buffer != nullptr; }
 };
 
-// The candidate's 4-bit matvec strategies: scalar loads of whole blocks, or 16-byte vector loads.
+// The candidate's 4-bit matvec strategies: scalar loads of whole blocks, 16-byte vector loads, or
+// (ember's) eight lanes per block reading the input in coalesced 16-byte pieces.
 enum class Q4Variant { carried, v3_both, split_block };
-// The candidate's names ("carried", "v3_both"); anything else is an ember::Error.
+// The candidate's names ("carried", "v3_both", "split_block"); anything else is an ember::Error.
 Q4Variant parse_q4_variant(const std::string& name);
 const char* q4_variant_name(Q4Variant v);
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "gpu/device.h"
@@ -28,9 +29,12 @@ inline gpu::Buffer create_step_buffer(const gpu::Device& device, const std::stri
   return b;
 }
 
-inline void upload_step(const gpu::Device& device, const gpu::Buffer& step, const StepParams& p) {
-  device.upload(step, 0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&p), sizeof p));
+// Entries for kernels that step several sequences at once (one StepParams per sequence).
+inline void upload_steps(const gpu::Device& device, const gpu::Buffer& steps, std::span<const StepParams> entries) {
+  device.upload(steps, 0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(entries.data()), entries.size_bytes()));
 }
+
+inline void upload_step(const gpu::Device& device, const gpu::Buffer& step, const StepParams& p) { upload_steps(device, step, {&p, 1}); }
 
 // Workgroup count along one dimension, checked against the adapter limit.
 uint32_t checked_groups(const gpu::Device& device, uint64_t n, const std::string& where);

@@ -260,7 +260,7 @@ void Lfm2BatchDecoder::record(gpu::Recorder& rec, std::span<const uint32_t> rows
     longest = std::max(longest, m.position() + 1);
     rec.copy(m.tokens(), uint64_t(m.position()) * 4, ids_, uint64_t(r) * 4, 4);
   }
-  model_.device().upload(steps_, 0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(steps.data()), steps.size() * sizeof steps[0]));
+  kernels::upload_steps(model_.device(), steps_, steps);
   const uint32_t n = static_cast<uint32_t>(rows.size());
   o.embed->record(rec, w.embed);
   for (size_t i = 0; i < layers_.size(); i++) {
