@@ -104,10 +104,13 @@ TEST(GpuAbi, FeatureListNamesMatchHasFeature) {
 }
 
 TEST(GpuAbi, TogglesAreAccepted) {
-  // skip_validation + disable_robustness + exact timestamps: the device opens and computes.
-  gpu::Device fast = gpu::Device::open({.fast = true, .profiling = true});
-  gpu::Buffer b = fast.create_storage(64, "fast.buffer");
-  std::vector<uint32_t> v(16, 7);
-  fast.upload(b, std::span<const uint32_t>(v));
-  EXPECT_EQ(fast.download_as<uint32_t>(b), v);
+  // skip_validation + exact timestamps, and Dawn's bounds checks back on: each device opens and
+  // moves data (the default, bounds checks off, runs every other test).
+  for (const gpu::DeviceOptions& options : {gpu::DeviceOptions{.fast = true, .profiling = true}, gpu::DeviceOptions{.bounds_checks = true}}) {
+    gpu::Device device = gpu::Device::open(options);
+    gpu::Buffer b = device.create_storage(64, "toggles.buffer");
+    std::vector<uint32_t> v(16, 7);
+    device.upload(b, std::span<const uint32_t>(v));
+    EXPECT_EQ(device.download_as<uint32_t>(b), v);
+  }
 }

@@ -34,10 +34,15 @@ TEST_P(AttentionDecodeTest, MatchesReferenceForLengthsAndBlockCounts) {
   if (subgroups && !test_device().has_subgroups()) GTEST_SKIP() << "no subgroups";
   auto& dev = test_device();
   const uint32_t H = 4, KV = 2, positions = 1000;
-  for (auto [d, padding] : std::vector<std::pair<uint32_t, uint32_t>>{{64, 0}, {32, 3}}) {
+  // Head size 64 on aligned rows takes the quad kernel (with subgroups), at two workgroup sizes;
+  // 32 with a padded row the general one. Block counts include 3 and 48 (not dividing the dims).
+  struct Shape {
+    uint32_t d, padding, workgroup;
+  };
+  for (auto [d, padding, workgroup] : std::vector<Shape>{{64, 0, 64}, {64, 4, 128}, {32, 3, 64}}) {
     const uint32_t row = d + padding;
     kernels::AttentionDecode attn(test_kernels(), {.heads = H, .kv_heads = KV, .head_dim = d, .padding = padding,
-                                                   .subgroups = subgroups, .max_blocks = 16});
+                                                   .subgroups = subgroups, .workgroup = workgroup, .max_blocks = 48});
     auto step = kernels::create_step_buffer(dev);
     for (uint32_t L : {1u, 7u, 100u, 1000u}) {
       Cache c = make_cache(positions, L, KV, row, L + d);
@@ -45,7 +50,7 @@ TEST_P(AttentionDecodeTest, MatchesReferenceForLengthsAndBlockCounts) {
       auto qb = test::buffer_from(q, "q"), kb = test::buffer_from(c.k, "k cache"), vb = test::buffer_from(c.v, "v cache");
       auto ref = reference::attention(q, c.k, c.v, 1, H, KV, d, row, L - 1);
       kernels::upload_step(dev, step, {.start = L - 1, .rows = 1});
-      for (uint32_t blocks : {1u, 4u, 16u}) {
+      for (uint32_t blocks : {1u, 3u, 16u, 48u}) {
         auto out = test::poisoned(size_t(H) * d, "out");
         auto g = attn.bind({&qb}, {&kb}, {&vb}, {&out}, {&step});
         gpu::Recorder rec(dev);
@@ -57,9 +62,6 @@ TEST_P(AttentionDecodeTest, MatchesReferenceForLengthsAndBlockCounts) {
     }
   }
 }
-
-INSTANTIATE_TEST_SUITE_P(Variants, AttentionDecodeTest, ::testing::Bool(),
-                         [](const auto& info) { return std::string(info.param ? "subgroup" : "shared"); });
 
 TEST(AttentionDecode, ReadsQueriesInsideFusedQkv) {
   auto& dev = test_device();
@@ -84,9 +86,12 @@ TEST(AttentionDecode, ReadsQueriesInsideFusedQkv) {
 // Batched decode: one dispatch over several sequences, each with its own length, query row and
 // cache slot (slots at seq_stride in one buffer). The entries list slots out of order and skip
 // one, whose output row must stay untouched.
-TEST(AttentionDecode, StepsSeveralSequencesInOneDispatch) {
+TEST_P(AttentionDecodeTest, StepsSeveralSequencesInOneDispatch) {
+  const bool subgroups = GetParam();
+  if (subgroups && !test_device().has_subgroups()) GTEST_SKIP() << "no subgroups";
   auto& dev = test_device();
-  const uint32_t H = 4, KV = 2, d = 32, padding = 3, row = d + padding, positions = 200, slots = 4;
+  // With subgroups: head size 64 (the quad kernel); without: 32 on a padded row.
+  const uint32_t H = 4, KV = 2, d = subgroups ? 64 : 32, padding = subgroups ? 4 : 3, row = d + padding, positions = 200, slots = 4;
   const uint32_t stride = positions * KV * row;
   const std::vector<uint32_t> seqs{2, 0, 3}, lengths{150, 1, 37};
   std::vector<float> k, v;
@@ -102,8 +107,8 @@ TEST(AttentionDecode, StepsSeveralSequencesInOneDispatch) {
   for (size_t i = 0; i < seqs.size(); i++) entries.push_back({.start = lengths[i] - 1, .rows = 1, .seq = seqs[i]});
   auto steps = dev.create_storage(entries.size() * sizeof(kernels::StepParams), "steps");
   kernels::upload_steps(dev, steps, entries);
-  kernels::AttentionDecode attn(test_kernels(), {.heads = H, .kv_heads = KV, .head_dim = d, .padding = padding, .max_blocks = 8,
-                                                 .max_sequences = slots, .seq_stride = stride});
+  kernels::AttentionDecode attn(test_kernels(), {.heads = H, .kv_heads = KV, .head_dim = d, .padding = padding, .subgroups = subgroups,
+                                                 .max_blocks = 8, .max_sequences = slots, .seq_stride = stride});
   for (uint32_t blocks : {1u, 3u, 8u}) {
     auto out = test::poisoned(size_t(slots) * H * d, "out");
     auto g = attn.bind({&qb}, {&kb}, {&vb}, {&out}, {&steps});
@@ -124,6 +129,9 @@ TEST(AttentionDecode, StepsSeveralSequencesInOneDispatch) {
   gpu::Recorder rec(dev);
   EXPECT_THROW(attn.record(rec, attn.bind({&qb}, {&kb}, {&vb}, {&spare}, {&steps}), 1, slots + 1), Error);  // more than max_sequences
 }
+
+INSTANTIATE_TEST_SUITE_P(Variants, AttentionDecodeTest, ::testing::Bool(),
+                         [](const auto& info) { return std::string(info.param ? "subgroup" : "shared"); });
 
 TEST(AttentionPrefill, CausalMatchesReferenceForTokenCountsAndStarts) {
   auto& dev = test_device();

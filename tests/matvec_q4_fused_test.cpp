@@ -73,7 +73,7 @@ TEST(MatvecQ4Fused, MatchesReferenceOnAwkwardShapes) {
   // lavapipe, and the reduction is independent of the fusions).
   int i = 0;
   for (const Fusion& f : kFusions)
-    for (auto v : {kernels::Q4Variant::carried, kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block})
+    for (auto v : {kernels::Q4Variant::carried, kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block, kernels::Q4Variant::shared_x})
       for (const auto& g : kGeometries) {
         const auto r = i++ % 2 ? kernels::Reduction::shared : kernels::Reduction::best;
         for (auto [rows, cols] : std::vector<std::pair<uint32_t, uint32_t>>{{1, 32}, {7, 96}, {45, 320}})
@@ -84,7 +84,7 @@ TEST(MatvecQ4Fused, MatchesReferenceOnAwkwardShapes) {
 // The head: asymmetric 4-bit with the final norm fused in (zero points and norm weight both bound).
 TEST(MatvecQ4Fused, NormInputWithZeroPoints) {
   uint32_t seed = 900;
-  for (auto v : {kernels::Q4Variant::carried, kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block})
+  for (auto v : {kernels::Q4Variant::carried, kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block, kernels::Q4Variant::shared_x})
     for (const auto& g : {MatvecGeometry{128, 16, 8, 1}, MatvecGeometry{64, 4, 3, 2}})
       EXPECT_LT(run_fused({false, true}, v, kernels::Reduction::best, g, 1001, 64, true, seed++), test::kF32Tolerance) << name({false, true}, v, kernels::Reduction::best, g);
 }
@@ -93,6 +93,7 @@ TEST(MatvecQ4Fused, NormInputWithZeroPoints) {
 TEST(MatvecQ4Fused, SeedShapes) {
   EXPECT_LT(run_fused({true, true}, kernels::Q4Variant::v3_both, kernels::Reduction::best, {256, 32, 2, 1}, 2560, 1024, false, 11), test::kF32Tolerance);
   EXPECT_LT(run_fused({false, true}, kernels::Q4Variant::v3_both, kernels::Reduction::best, {256, 32, 2, 2}, 2048, 1024, false, 12), test::kF32Tolerance);
+  EXPECT_LT(run_fused({true, true}, kernels::Q4Variant::shared_x, kernels::Reduction::best, {512, 32, 1, 1}, 2560, 1024, false, 13), test::kF32Tolerance);
 }
 
 TEST(MatvecQ4Fused, BadOptionsAreClearErrors) {

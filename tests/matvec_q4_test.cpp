@@ -104,10 +104,21 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(std::get<1>(info.param) == kernels::Reduction::subgroup ? "subgroup_" : "shared_") + geometry_name(std::get<2>(info.param));
     });
 
+// shared_x: every weight block a lane needs held in registers (up to 16), x staged in workgroup
+// memory; one to three blocks per lane and row at these shapes.
+INSTANTIATE_TEST_SUITE_P(
+    SharedX, MatvecQ4Test,
+    ::testing::Combine(::testing::Values(kernels::Q4Variant::shared_x), ::testing::Values(kernels::Reduction::subgroup, kernels::Reduction::shared),
+                       ::testing::Values(MatvecGeometry{512, 32, 4, 1}, MatvecGeometry{64, 4, 3, 2}, MatvecGeometry{32, 4, 2, 1},
+                                         MatvecGeometry{128, 16, 8, 1})),
+    [](const auto& info) {
+      return std::string(std::get<1>(info.param) == kernels::Reduction::subgroup ? "subgroup_" : "shared_") + geometry_name(std::get<2>(info.param));
+    });
+
 // Accumulate mode (y += W x) for each variant and reduction; its only difference is the store.
 TEST(MatvecQ4Accumulate, AddsIntoY) {
   uint32_t seed = 30;
-  for (auto variant : {kernels::Q4Variant::carried, kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block})
+  for (auto variant : {kernels::Q4Variant::carried, kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block, kernels::Q4Variant::shared_x})
     for (auto reduction : {kernels::Reduction::best, kernels::Reduction::shared})
       for (auto [rows, cols] : std::vector<std::pair<uint32_t, uint32_t>>{{7, 64}, {100, 320}})
         EXPECT_LT(run_matvec({variant, reduction, {256, 32, 3, 1}}, rows, cols, false, kernels::OutputMode::accumulate, seed++),
@@ -130,6 +141,10 @@ TEST(MatvecQ4Seed, SeedShapesWithSeedGeometries) {
   EXPECT_LT(run_matvec({kernels::Q4Variant::split_block, kernels::Reduction::best, {64, 16, 2, 2}}, 2560, 1024, false,
                        kernels::OutputMode::accumulate, 10),
             test::kF32Tolerance);
+  // mlp_down-like 1024 x 2560: 80 blocks over 32 lanes, three held blocks per row, the last partial.
+  EXPECT_LT(run_matvec({kernels::Q4Variant::shared_x, kernels::Reduction::best, {256, 32, 2, 1}}, 1024, 2560, false,
+                       kernels::OutputMode::accumulate, 12),
+            test::kF32Tolerance);
 }
 
 // More workgroups than one grid dimension holds: the kernel's linear index over a 2D grid.
@@ -146,12 +161,16 @@ TEST(MatvecQ4Errors, BadGeometryAndMismatchedMatricesAreRejected) {
   EXPECT_THROW(make({256, 24, 1, 1}), Error);   // lane group not a power of two
   EXPECT_THROW(make({100, 32, 1, 1}), Error);   // workgroup not whole lane groups
   EXPECT_THROW(make({256, 32, 9, 1}), Error);   // too many rows per lane group
+  EXPECT_THROW(make({64, 2, 4, 1}), Error);     // more rows than the group's lanes store
   EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 48}), Error);
   EXPECT_THROW(kernels::parse_q4_variant("v4"), Error);
   EXPECT_EQ(kernels::parse_q4_variant("v3_both"), kernels::Q4Variant::v3_both);
   EXPECT_EQ(kernels::parse_q4_variant("split_block"), kernels::Q4Variant::split_block);
   EXPECT_THROW(kernels::MatvecQ4(test::test_kernels(), {.rows = 8, .cols = 64, .variant = kernels::Q4Variant::split_block, .geometry = {32, 4, 1, 1}}),
                Error);  // 4 lanes: split_block needs 8
+  EXPECT_EQ(kernels::parse_q4_variant("shared_x"), kernels::Q4Variant::shared_x);
+  EXPECT_THROW(kernels::MatvecQ4(test::test_kernels(), {.rows = 8, .cols = 1024, .variant = kernels::Q4Variant::shared_x, .geometry = {32, 4, 4, 1}}),
+               Error);  // 8 blocks per lane x 4 rows = 32 held blocks, above 16
 
   kernels::MatvecQ4 mv(k, {.rows = 8, .cols = 64});
   auto w = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(8 * 64, 1), 8, 64));

@@ -67,10 +67,8 @@ Device Device::open(const DeviceOptions& options) {
   if (wanted(d.timestamp_query, "timestamp-query")) features.push_back(WGPUFeatureName_TimestampQuery);
 
   std::vector<const char*> enabled, disabled;
-  if (options.fast) {
-    enabled.push_back("skip_validation");
-    enabled.push_back("disable_robustness");
-  }
+  if (!options.bounds_checks) enabled.push_back("disable_robustness");
+  if (options.fast) enabled.push_back("skip_validation");
   if (options.profiling) disabled.push_back("timestamp_quantization");
   WGPUDawnTogglesDescriptor toggles{};
   toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;

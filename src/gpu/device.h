@@ -20,7 +20,12 @@ namespace ember::gpu {
 
 struct DeviceOptions {
   std::string adapter;     // selector, see Instance::select
-  bool fast = false;       // Dawn toggles skip_validation + disable_robustness (trusted kernels only)
+  // Dawn's shader robustness (every buffer index clamped) is off unless asked for: ember runs only
+  // its own kernels, which stay in bounds by construction (tails masked, ids checked), on buffers
+  // whose sizes were checked against the shapes at load. The checks cost 23-41% on the H200's
+  // matmuls (../shared/PLATFORM.md) and a third of the time to first token.
+  bool bounds_checks = false;
+  bool fast = false;  // also skip Dawn's API validation: cheaper encoding, but a misuse is no longer a clear error
   bool profiling = false;  // exact timestamps: timestamp_quantization off
   // Optional features not to request even where the adapter has them ("shader-f16", "subgroups",
   // "timestamp-query"): to test fallback paths, or to rule a feature out.

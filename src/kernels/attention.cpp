@@ -1,5 +1,6 @@
 #include "kernels/attention.h"
 
+#include <bit>
 #include <cmath>
 
 #include "common/error.h"
@@ -29,15 +30,31 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
   if ((wg & (wg - 1)) != 0 || wg > 1024 || config_.head_dim > 4 * wg)
     throw Error("workgroup must be a power of two <= 1024 with head_dim <= 4 * workgroup", "AttentionDecode");
   if (config_.max_blocks == 0 || config_.max_sequences == 0) throw Error("max_blocks and max_sequences must be positive", "AttentionDecode");
+  if (config_.max_blocks > 4096) throw Error("max_blocks " + std::to_string(config_.max_blocks) + " above 4096", "AttentionDecode");
   if (config_.subgroups && !kernels.device().has_subgroups())
     throw Error("subgroup variant requested but the device has no subgroups", "AttentionDecode",
                 "use the shared variant");
   gpu::KernelKey key{.file = "attention_decode.wgsl", .constants = {{"WG", wg}, {"MAXD", config_.head_dim}}};
   if (config_.subgroups) key.defines.insert("SUBGROUPS");
+  // Head size 64 on 16-byte aligned rows: the quad kernel (a key per 4 lanes, dims in registers).
+  const AttentionParams ap = params_of(config_);
+  const bool aligned = ap.row % 4 == 0 && ap.q_stride % 4 == 0 && ap.q_offset % 4 == 0 && ap.seq_stride % 4 == 0;
+  if (config_.subgroups && config_.head_dim == 64 && aligned && wg >= 4 && kernels.device().subgroup_size() % 4 == 0) {
+    key.file = "attention_decode_quad.wgsl";
+    key.constants = {{"WG", wg}};
+  } else if (config_.subgroups && wg < kernels.device().adapter().subgroup_max) {
+    // attention_decode.wgsl walks a tile's keys WG / subgroup size at a time.
+    throw Error("workgroup " + std::to_string(wg) + " is below the adapter's largest subgroup (" +
+                    std::to_string(kernels.device().adapter().subgroup_max) + ")",
+                "AttentionDecode", "use a larger workgroup or the shared variant");
+  }
   partials_kernel_ = &kernels.get(key);
   key.defines.insert("DIRECT");
   direct_kernel_ = &kernels.get(key);
-  combine_kernel_ = &kernels.get({.file = "attention_combine.wgsl", .constants = {{"WG", 64}}});
+  // The combine splits a head's dims over its B workgroups, ceil(head_dim / 2) at most (B >= 2).
+  const uint32_t combine_wg = std::max<uint32_t>(64, std::bit_ceil((config_.head_dim + 1) / 2));
+  if (combine_wg > 1024) throw Error("head_dim " + std::to_string(config_.head_dim) + " above 2048", "AttentionDecode");
+  combine_kernel_ = &kernels.get({.file = "attention_combine.wgsl", .constants = {{"WG", combine_wg}, {"MAXB", config_.max_blocks}}});
   params_ = kernels.device().create_uniform(params_of(config_), "attention params");
   partials_ = kernels.device().create_storage(
       uint64_t(config_.max_sequences) * config_.heads * config_.max_blocks * (config_.head_dim + 2) * 4, "attention partials");

@@ -83,6 +83,7 @@ Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a,
     throw Error("head size " + std::to_string(a.head_dim) + " is not supported by this variant", where,
                 "head size 64; the tiled variant also takes 32");
   Dispatch d;
+  if (queries == 0) throw Error("queries per workgroup must be at least 1", where);
   d.kernel = &kernels.get(key);
   d.region = region;
   d.params = dev.create_uniform(FlashParams{a.nq, a.nk, a.q_stride, a.kv_stride, a.o_stride, a.q_offset, a.k_offset, a.v_offset, a.scale, {}},

@@ -9,12 +9,16 @@ namespace {
 
 // Mirrors `Params` in matvec_q4.wgsl.
 struct MatvecParams {
-  uint32_t rows, cols, blocks;
+  uint32_t rows, cols, pad;
   float eps;
 };
 static_assert(sizeof(MatvecParams) == 16);
 
-void check_geometry(const MatvecGeometry& g, bool gated, const gpu::Device& device, const std::string& where) {
+// Weight blocks a shared_x lane holds in registers (MAX_HELD in matvec_q4.wgsl).
+constexpr uint32_t kMaxHeldBlocks = 16;
+
+void check_geometry(const MatvecGeometry& g, const MatvecConfig& config, const gpu::Device& device, const std::string& where) {
+  const bool gated = config.gated;
   const uint32_t lanes = g.subgroup_size * g.subgroups_per_row;
   auto fail = [&](const std::string& what, const std::string& fix) { throw Error(what, where, fix); };
   if (g.workgroup_size == 0 || g.subgroup_size == 0 || g.subgroups_per_row == 0 || g.rows_per_subgroup == 0)
@@ -26,16 +30,28 @@ void check_geometry(const MatvecGeometry& g, bool gated, const gpu::Device& devi
              std::to_string(lanes),
          "pick a workgroupSize that holds whole lane groups");
   if (g.rows_per_subgroup > 8) fail("rowsPerSubgroup " + std::to_string(g.rows_per_subgroup) + " is above 8", "use 1..8");
+  if (g.rows_per_subgroup > lanes)  // lane r of a group stores row r
+    fail("rowsPerSubgroup " + std::to_string(g.rows_per_subgroup) + " is above the lane group's " + std::to_string(lanes) + " lanes",
+         "use at most subgroupSize x subgroupsPerRow rows");
   const WGPULimits& lim = device.limits();
   if (g.workgroup_size > lim.maxComputeInvocationsPerWorkgroup || g.workgroup_size > lim.maxComputeWorkgroupSizeX)
     fail("workgroupSize " + std::to_string(g.workgroup_size) + " exceeds this device's limit of " +
              std::to_string(lim.maxComputeInvocationsPerWorkgroup) + " invocations",
          "use a smaller workgroupSize");
-  uint64_t shared = uint64_t(g.workgroup_size) * g.rows_per_subgroup * (gated ? 2 : 1) * 4;
+  const uint32_t reduced_rows = g.rows_per_subgroup * (gated ? 2 : 1);
+  const bool shared_x = config.variant == Q4Variant::shared_x;
+  uint64_t shared = uint64_t(g.workgroup_size) * reduced_rows * 4 + (shared_x ? uint64_t(config.cols) * 4 : 0);
   if (shared > lim.maxComputeWorkgroupStorageSize)
-    fail(std::string(gated ? "2 * " : "") + "workgroupSize * rowsPerSubgroup needs " + std::to_string(shared) + " bytes of workgroup memory, above the device's " +
-             std::to_string(lim.maxComputeWorkgroupStorageSize),
+    fail(std::string(gated ? "2 * " : "") + "workgroupSize * rowsPerSubgroup" + (shared_x ? " (+ the staged input)" : "") + " needs " +
+             std::to_string(shared) + " bytes of workgroup memory, above the device's " + std::to_string(lim.maxComputeWorkgroupStorageSize),
          "lower workgroupSize or rowsPerSubgroup");
+  if (shared_x) {
+    const uint32_t held = (config.cols / 32 + lanes - 1) / lanes * reduced_rows;
+    if (held > kMaxHeldBlocks)
+      fail("shared_x would hold " + std::to_string(held) + " weight blocks per lane (ceil(cols / 32 / lanes) x rows" +
+               (gated ? " x 2" : "") + "), above " + std::to_string(kMaxHeldBlocks),
+           "use more lanes per row (subgroupSize x subgroupsPerRow) or fewer rowsPerSubgroup");
+  }
 }
 
 }  // namespace
@@ -50,14 +66,16 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
     throw Error("a gated matvec cannot accumulate", where, "use overwrite mode for the gate_up matvec");
   if (config.gated && config.asymmetric) throw Error("a gated matvec has no zero points", where, "use a symmetric gate_up matrix");
   if (config.norm_input && !(config.eps > 0)) throw Error("norm epsilon " + std::to_string(config.eps) + " is not positive", where, "pass the model's normEps");
-  check_geometry(config.geometry, config.gated, device, where);
+  check_geometry(config.geometry, config, device, where);
   const MatvecGeometry& g = config.geometry;
   gpu::KernelKey key{.file = "matvec_q4.wgsl",
                      .constants = {{"WG", g.workgroup_size},
                                    {"SG", g.subgroup_size},
                                    {"RPS", g.rows_per_subgroup},
-                                   {"SPR", g.subgroups_per_row}}};
-  if (config.variant == Q4Variant::v3_both || config.variant == Q4Variant::split_block) key.defines.insert("V3_BOTH");
+                                   {"SPR", g.subgroups_per_row},
+                                   {"BLOCKS", config.cols / 32}}};
+  if (config.variant != Q4Variant::carried) key.defines.insert("V3_BOTH");
+  if (config.variant == Q4Variant::shared_x) key.defines.insert("SHARED_X");
   if (config.variant == Q4Variant::split_block) {
     if (g.subgroup_size * g.subgroups_per_row < 8)
       throw Error("split_block needs at least 8 lanes per row (subgroupSize x subgroupsPerRow)", where, "use another variant or a wider lane group");
@@ -82,7 +100,7 @@ Bound MatvecQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Bin
   require_binding(x, uint64_t(config_.cols) * 4, "x", where);
   require_binding(y, uint64_t(config_.rows) * 4, "y", where);
   Bound b;
-  b.params = kernels_.device().create_uniform(MatvecParams{config_.rows, config_.cols, config_.cols / 32, config_.eps}, "matvec_q4 params");
+  b.params = kernels_.device().create_uniform(MatvecParams{config_.rows, config_.cols, 0, config_.eps}, "matvec_q4 params");
   std::vector<gpu::Binding> bindings{w.quant, w.scales, x, y, {&b.params}};
   if (config_.asymmetric) bindings.push_back(w.zero_points);
   if (config_.norm_input) bindings.push_back(norm_weight);

@@ -14,6 +14,12 @@
 //                lane l takes elements 4 (l % 8) .. + 3 of blocks l / 8, l / 8 + L / 8, ..., so a
 //                subgroup reads x in consecutive 16-byte pieces (coalesced) instead of one
 //                128-byte block per lane, and the weights as 4-byte words. Needs L >= 8.
+//   SHARED_X     (with V3_BOTH, "shared_x") every lane first loads all its weight blocks (16 bytes
+//                each) into registers, then the workgroup stages x in workgroup memory (coalesced;
+//                swizzled so lanes reading consecutive blocks hit distinct banks) while those loads
+//                are in flight. A decode matvec is latency-bound: this issues all of a lane's
+//                weight loads at once instead of one block per loop step. Needs
+//                ceil(BLOCKS / L) * NR <= MAX_HELD.
 //   ASYMMETRIC   zero points (binding 5): w = (q - zp) * scale (the head); else (q - 8) * scale.
 //   ACCUMULATE   y += W x (residual add) instead of y = W x.
 //   SUBGROUPS    subgroup reduction; otherwise workgroup memory only (no optional feature).
@@ -28,8 +34,8 @@ enable subgroups;
 struct Params {
   rows: u32,
   cols: u32,
-  blocks: u32,  // cols / 32
-  eps: f32,     // NORM_INPUT
+  pad: u32,
+  eps: f32,  // NORM_INPUT
 }
 
 #if V3_BOTH
@@ -61,6 +67,9 @@ override SG: u32 = 32u;   // subgroupSize (logical lane-group width)
 override RPS: u32 = 1u;   // rowsPerSubgroup, at most MAX_RPS
 override SPR: u32 = 1u;   // subgroupsPerRow
 override L: u32 = SG * SPR;  // lanes per row group: a power of two dividing WG
+// cols / 32, fixed per pipeline: the lane loops get compile-time trip counts, so the driver can
+// unroll them and issue their loads together.
+override BLOCKS: u32 = 32u;
 #if GATED
 override NR: u32 = 2u * RPS;  // rows each lane group reduces: RPS gate rows, then their up rows
 const MAX_NR = 16u;
@@ -74,6 +83,15 @@ const MAX_NR = 8u;
 // One partial per (row of the group, lane): WG * NR floats (checked against the limit in C++).
 var<workgroup> partials: array<f32, WG * NR>;
 
+#if SHARED_X
+const MAX_HELD = 16u;                         // weight blocks a lane holds in registers
+override ITERS: u32 = (BLOCKS + L - 1u) / L;  // blocks per lane and row
+var<workgroup> x_shared: array<vec4<f32>, BLOCKS * 8u>;
+// Piece k of block b sits at b * 8 + (k + b) % 8: lanes reading the same piece of consecutive
+// blocks land on different banks.
+fn x_slot(i: u32) -> u32 { return (i & ~7u) + ((i + i / 8u) & 7u); }
+#endif
+
 fn x4(i: u32) -> vec4<f32> {
 #if V3_BOTH
   return x[i];
@@ -85,15 +103,10 @@ fn x4(i: u32) -> vec4<f32> {
 #if NORM_INPUT
 var<private> norm_scale: f32;
 
-// rsqrt(mean(x^2) + eps) over the whole input, by every workgroup for itself. The tree works
-// for any WG (odd counts carry their last element); the loop bounds are uniform.
-fn input_norm_scale(li: u32) -> f32 {
-  var ss = 0.0;
-  for (var i = li; i < p.cols / 4u; i += WG) {
-    let v = x4(i);
-    ss += dot(v, v);
-  }
-  partials[li] = ss;
+// The sum of every lane's v. The tree works for any WG (odd counts carry their last element);
+// the loop bounds are uniform. Starts and ends with a barrier.
+fn workgroup_sum(li: u32, v: f32) -> f32 {
+  partials[li] = v;
   workgroupBarrier();
   for (var n = WG; n > 1u; n = (n + 1u) / 2u) {
     let half = (n + 1u) / 2u;
@@ -102,7 +115,19 @@ fn input_norm_scale(li: u32) -> f32 {
   }
   let total = partials[0];
   workgroupBarrier();  // partials is reused by the reduction below
-  return inverseSqrt(total / f32(p.cols) + p.eps);
+  return total;
+}
+
+fn norm_scale_of(sum_squares: f32) -> f32 { return inverseSqrt(sum_squares / f32(p.cols) + p.eps); }
+
+// rsqrt(mean(x^2) + eps) over the whole input, by every workgroup for itself.
+fn input_norm_scale(li: u32) -> f32 {
+  var ss = 0.0;
+  for (var i = li; i < p.cols / 4u; i += WG) {
+    let v = x4(i);
+    ss += dot(v, v);
+  }
+  return norm_scale_of(workgroup_sum(li, ss));
 }
 #endif
 
@@ -132,7 +157,7 @@ fn weight_row(row0: u32, j: u32) -> u32 {
 fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
 
 fn load_w_block(r: u32, b: u32) -> vec4<u32> {
-  let blk = r * p.blocks + b;
+  let blk = r * BLOCKS + b;
 #if V3_BOTH
   return wq[blk];
 #else
@@ -143,7 +168,7 @@ fn load_w_block(r: u32, b: u32) -> vec4<u32> {
 
 fn block_zero(r: u32, b: u32) -> f32 {
 #if ASYMMETRIC
-  let i = r * p.blocks + b;
+  let i = r * BLOCKS + b;
   return f32(q4_nibble(zero_points[i / 8u], i));
 #else
   return 8.0;
@@ -163,35 +188,83 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let group = li / L;
   let lane = li % L;
   let row0 = (wg_index * (WG / L) + group) * RPS;
+  var acc: array<f32, MAX_NR>;
+#if SHARED_X
+  // 1. This lane's weight blocks into registers: every load issued before any is used.
+  var held_w: array<vec4<u32>, MAX_HELD>;
+  var held_scale: array<f32, MAX_HELD>;
+  for (var i = 0u; i < ITERS; i++) {
+    let b = lane + i * L;
+    for (var j = 0u; j < NR; j++) {
+      if (b < BLOCKS && row0 + (j % RPS) < p.rows) {
+        let blk = weight_row(row0, j) * BLOCKS + b;
+        held_w[i * NR + j] = wq[blk];
+        held_scale[i * NR + j] = scales[blk];
+      }
+    }
+  }
+  // 2. x (times the norm weight) into workgroup memory while those loads are in flight.
+  var ss = 0.0;
+  for (var i = li; i < BLOCKS * 8u; i += WG) {
+    let v = x[i];
+#if NORM_INPUT
+    ss += dot(v, v);
+    x_shared[x_slot(i)] = v * norm_w[i];
+#else
+    x_shared[x_slot(i)] = v;
+#endif
+  }
+#if NORM_INPUT
+  norm_scale = norm_scale_of(workgroup_sum(li, ss));  // its barriers publish x_shared too
+#else
+  workgroupBarrier();
+#endif
+  // 3. The dots; the norm's scale is one factor per row, applied after.
+  for (var i = 0u; i < ITERS; i++) {
+    let b = lane + i * L;
+    if (b < BLOCKS) {
+      var xs: array<vec4<f32>, 8>;
+      for (var k = 0u; k < 8u; k++) { xs[k] = x_shared[b * 8u + ((k + b) & 7u)]; }
+      for (var j = 0u; j < NR; j++) {
+        if (row0 + (j % RPS) < p.rows) {
+          let r = weight_row(row0, j);
+          acc[j] += held_scale[i * NR + j] * q4_block_dot(held_w[i * NR + j], xs, block_zero(r, b));
+        }
+      }
+    }
+  }
+#if NORM_INPUT
+  for (var j = 0u; j < NR; j++) { acc[j] *= norm_scale; }
+#endif
+#else
 #if NORM_INPUT
   norm_scale = input_norm_scale(li);
 #endif
-
-  var acc: array<f32, MAX_NR>;
 #if SPLIT_BLOCK
   let part = lane % 8u;  // elements 4 part .. 4 part + 3 of a block: the nibbles of word part / 2
   let shift = vec4<u32>(0u, 4u, 8u, 12u) + 16u * (part % 2u);
-  for (var b = lane / 8u; b < p.blocks; b += L / 8u) {
+  for (var b = lane / 8u; b < BLOCKS; b += L / 8u) {
     let xv = x_piece(b * 8u + part);
     for (var j = 0u; j < NR; j++) {
       if (row0 + (j % RPS) < p.rows) {
         let r = weight_row(row0, j);
-        let blk = r * p.blocks + b;
+        let blk = r * BLOCKS + b;
         let q = (vec4<u32>(wq[blk][part / 2u]) >> shift) & vec4<u32>(15u);
         acc[j] += scales[blk] * dot(vec4<f32>(q) - block_zero(r, b), xv);
       }
     }
   }
 #else
-  for (var b = lane; b < p.blocks; b += L) {
+  for (var b = lane; b < BLOCKS; b += L) {
     let xs = load_x_block(b);
     for (var j = 0u; j < NR; j++) {
       if (row0 + (j % RPS) < p.rows) {
         let r = weight_row(row0, j);
-        acc[j] += scales[r * p.blocks + b] * q4_block_dot(load_w_block(r, b), xs, block_zero(r, b));
+        acc[j] += scales[r * BLOCKS + b] * q4_block_dot(load_w_block(r, b), xs, block_zero(r, b));
       }
     }
   }
+#endif
 #endif
 
 #if SUBGROUPS

@@ -21,10 +21,13 @@ struct Q4Matrix {
   bool asymmetric() const { return zero_points.buffer != nullptr; }
 };
 
-// The candidate's 4-bit matvec strategies: scalar loads of whole blocks, 16-byte vector loads, or
-// (ember's) eight lanes per block reading the input in coalesced 16-byte pieces.
-enum class Q4Variant { carried, v3_both, split_block };
-// The candidate's names ("carried", "v3_both", "split_block"); anything else is an ember::Error.
+// The candidate's 4-bit matvec strategies: scalar loads of whole blocks, 16-byte vector loads, and
+// ember's two: eight lanes per block reading the input in coalesced 16-byte pieces (split_block),
+// and all of a lane's weight blocks loaded up front while x is staged in workgroup memory
+// (shared_x).
+enum class Q4Variant { carried, v3_both, split_block, shared_x };
+// The candidate's names ("carried", "v3_both", "split_block", "shared_x"); anything else is an
+// ember::Error.
 Q4Variant parse_q4_variant(const std::string& name);
 const char* q4_variant_name(Q4Variant v);
 

@@ -109,7 +109,7 @@ std::vector<MatvecConfigChoice> matvec_space(const gpu::Device& device, const st
   const uint32_t sub = std::max<uint32_t>(4, std::min<uint32_t>(32, device.subgroup_size()));
   std::set<uint32_t> widths{std::max<uint32_t>(4, sub / 2), sub, std::min<uint32_t>(64, sub * 2)};
   std::vector<MatvecConfigChoice> grid;
-  for (auto variant : {kernels::Q4Variant::carried, kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block})
+  for (auto variant : {kernels::Q4Variant::carried, kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block, kernels::Q4Variant::shared_x})
     for (uint32_t wg : {64u, 128u, 256u, 512u})
       for (uint32_t sg : widths)
         for (uint32_t rows : {1u, 2u, 4u, 8u})
