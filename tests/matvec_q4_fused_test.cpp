@@ -69,15 +69,17 @@ std::string name(Fusion f, kernels::Q4Variant v, kernels::Reduction r, const Mat
 
 TEST(MatvecQ4Fused, MatchesReferenceOnAwkwardShapes) {
   uint32_t seed = 700;
-  // Every fusion x variant x geometry; the reduction alternates (each pipeline compile is slow on
-  // lavapipe, and the reduction is independent of the fusions).
+  // Every fusion x variant x geometry; the reduction alternates and the shape rotates (each
+  // pipeline compile is slow on lavapipe, and cols is a pipeline constant).
+  const std::pair<uint32_t, uint32_t> shapes[] = {{1, 32}, {7, 96}, {45, 320}};
   int i = 0;
   for (const Fusion& f : kFusions)
     for (auto v : {kernels::Q4Variant::carried, kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block, kernels::Q4Variant::shared_x})
       for (const auto& g : kGeometries) {
-        const auto r = i++ % 2 ? kernels::Reduction::shared : kernels::Reduction::best;
-        for (auto [rows, cols] : std::vector<std::pair<uint32_t, uint32_t>>{{1, 32}, {7, 96}, {45, 320}})
-          EXPECT_LT(run_fused(f, v, r, g, rows, cols, false, seed++), test::kF32Tolerance) << name(f, v, r, g) << " " << rows << "x" << cols;
+        const auto r = i % 2 ? kernels::Reduction::shared : kernels::Reduction::best;
+        const auto [rows, cols] = shapes[(i + i / 3) % 3];  // each geometry meets every shape
+        i++;
+        EXPECT_LT(run_fused(f, v, r, g, rows, cols, false, seed++), test::kF32Tolerance) << name(f, v, r, g) << " " << rows << "x" << cols;
       }
 }
 
@@ -96,11 +98,57 @@ TEST(MatvecQ4Fused, SeedShapes) {
   EXPECT_LT(run_fused({true, true}, kernels::Q4Variant::shared_x, kernels::Reduction::best, {512, 32, 1, 1}, 2560, 1024, false, 13), test::kF32Tolerance);
 }
 
+// The conv-step output: W = [B; C; x] rows, one LFM2 short-conv decode step in the epilogue
+// (y and the shifted state), with and without the norm prologue.
+double run_conv(bool norm_input, kernels::Q4Variant variant, MatvecGeometry g, uint32_t rows, uint32_t cols, uint32_t seed) {
+  auto& dev = test::test_device();
+  auto host = reference::quantize_q4_symmetric(test::random_floats(size_t(3) * rows * cols, seed), 3 * rows, cols);
+  auto x = test::random_floats(cols, seed + 1, 3.0f);
+  auto norm_w = test::random_floats(cols, seed + 2);
+  auto taps = test::random_floats(size_t(rows) * 3, seed + 3);
+  auto state = test::random_floats(size_t(rows) * 2, seed + 4);
+  auto input = norm_input ? reference::rmsnorm(x, norm_w, 1, cols, 1e-5f) : x;
+  auto bcx = reference::matvec(reference::dequantize_q4(host), 3 * rows, cols, input);
+  std::vector<float> ref(rows), ref_state(size_t(rows) * 2);
+  for (uint32_t r = 0; r < rows; r++) {
+    const float bx = bcx[r] * bcx[2 * rows + r];
+    ref[r] = bcx[rows + r] * (taps[3 * r] * state[2 * r] + taps[3 * r + 1] * state[2 * r + 1] + taps[3 * r + 2] * bx);
+    ref_state[2 * r] = state[2 * r + 1];
+    ref_state[2 * r + 1] = bx;
+  }
+  auto w = test::upload_q4(host);
+  gpu::Buffer xb = test::upload_floats(x, "x"), nb = test::upload_floats(norm_w, "norm_w"), tb = test::upload_floats(taps, "taps");
+  gpu::Buffer sb = test::upload_floats(state, "state"), yb = test::upload_floats(std::vector<float>(rows, test::kPoison), "y");
+  kernels::MatvecQ4 mv(test::test_kernels(),
+                       {.rows = rows, .cols = cols, .variant = variant, .geometry = g, .conv = true, .norm_input = norm_input, .eps = 1e-5f});
+  auto bound = mv.bind(w.matrix, {&xb}, {&yb}, norm_input ? gpu::Binding{&nb} : gpu::Binding{}, {&tb}, {&sb});
+  gpu::Recorder rec(dev);
+  mv.record(rec, bound);
+  rec.submit();
+  return std::max(test::rel_l2(dev.download_as<float>(yb), ref), test::rel_l2(dev.download_as<float>(sb), ref_state));
+}
+
+TEST(MatvecQ4Fused, ConvStepMatchesReference) {
+  uint32_t seed = 1100;
+  int i = 0;
+  for (auto v : {kernels::Q4Variant::carried, kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block, kernels::Q4Variant::shared_x})
+    for (const auto& g : {MatvecGeometry{256, 32, 2, 1}, MatvecGeometry{64, 4, 2, 2}}) {
+      const bool norm = i++ % 2 == 0;
+      for (auto [rows, cols] : std::vector<std::pair<uint32_t, uint32_t>>{{1, 32}, {45, 320}})
+        EXPECT_LT(run_conv(norm, v, g, rows, cols, seed++), test::kF32Tolerance)
+            << kernels::q4_variant_name(v) << (norm ? " norm" : "") << " wg" << g.workgroup_size << " " << rows << "x" << cols;
+    }
+  // conv_in_proj-like 3 x 1024 x 1024 with the norm, the tuned H200 geometry.
+  EXPECT_LT(run_conv(true, kernels::Q4Variant::shared_x, {256, 16, 1, 2}, 1024, 1024, 1200), test::kF32Tolerance);
+}
+
 TEST(MatvecQ4Fused, BadOptionsAreClearErrors) {
   auto& k = test::test_kernels();
   EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 64, .mode = kernels::OutputMode::accumulate, .gated = true}), Error);
   EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 64, .asymmetric = true, .gated = true}), Error);
   EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 64, .norm_input = true, .eps = 0.0f}), Error);
+  EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 64, .mode = kernels::OutputMode::accumulate, .conv = true}), Error);
+  EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 64, .gated = true, .conv = true}), Error);
   kernels::MatvecQ4 gated(k, {.rows = 8, .cols = 64, .gated = true});
   auto w8 = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(8 * 64, 1), 8, 64));
   auto w16 = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(16 * 64, 2), 16, 64));

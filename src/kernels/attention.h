@@ -53,9 +53,9 @@ class AttentionDecode {
  private:
   gpu::KernelCache& kernels_;
   AttentionConfig config_;
-  const gpu::Kernel* partials_kernel_;
-  const gpu::Kernel* combine_kernel_;
-  const gpu::Kernel* direct_kernel_;
+  const gpu::Kernel* partials_kernel_ = nullptr;
+  const gpu::Kernel* combine_kernel_ = nullptr;
+  const gpu::Kernel* direct_kernel_ = nullptr;
   gpu::Buffer params_, partials_;
 };
 

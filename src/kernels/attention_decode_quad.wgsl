@@ -3,7 +3,9 @@
 // `part` holding dims [16 part, 16 part + 16) of q in registers, so the quad reads a key's
 // 256-byte row in one coalesced piece and sums its score with two xor shuffles; each quad keeps
 // its own online softmax over keys begin + quad, + QUADS, ... (a short serial chain: chunk /
-// QUADS keys), and the quads merge through workgroup memory at the end. Needs subgroups of a
+// QUADS keys); at the end the quads of a subgroup merge by shuffles and the subgroups through
+// workgroup memory. WG up to 1024 lets one workgroup per head (DIRECT) cover a long context
+// with the same short chain and no combine dispatch. Needs subgroups of a
 // multiple of 4 lanes laid out over local_invocation_index, and 16-byte aligned rows (the C++
 // side checks row, q_stride, q_offset and seq_stride are multiples of 4).
 enable subgroups;
@@ -20,11 +22,12 @@ enable subgroups;
 
 override WG: u32 = 64u;  // threads: WG / 4 quads, one key each at a time
 override QUADS: u32 = WG / 4u;
+override SG_MIN: u32 = 4u;  // the adapter's smallest subgroup (sizes the merge buffer)
 const MASKED = -1.0e30;
 
 #include "reduce.wgsl"
 
-var<workgroup> merged: array<vec4<f32>, WG * 4u>;  // [quad][16 vec4 = 64 dims]
+var<workgroup> merged: array<vec4<f32>, WG / SG_MIN * 16u>;  // [subgroup][16 vec4 = 64 dims]
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
@@ -70,15 +73,22 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     }
   }
 
-  // Merge the quads: rescale each to the workgroup's max, then sum l and the accumulators.
+  // Merge the quads: rescale each to the workgroup's max, sum the accumulators over a subgroup's
+  // quads (xor shuffles keep `part`), then over the subgroups.
   let M = workgroup_max(m, li, sg_size);
   let f = exp(m - M);  // a quad without keys has l = 0 and acc = 0: its factor does not matter
   let total_l = workgroup_sum(select(0.0, l * f, part == 0u), li, sg_size);
-  for (var b = 0u; b < 4u; b++) { merged[quad * 16u + part * 4u + b] = acc[b] * f; }
+  for (var b = 0u; b < 4u; b++) { acc[b] *= f; }
+  for (var off = 4u; off < sg_size; off <<= 1u) {
+    for (var b = 0u; b < 4u; b++) { acc[b] += subgroupShuffleXor(acc[b], off); }
+  }
+  if (li % sg_size < 4u) {
+    for (var b = 0u; b < 4u; b++) { merged[(li / sg_size) * 16u + part * 4u + b] = acc[b]; }
+  }
   workgroupBarrier();
   if (li < 16u) {
     var sum = vec4<f32>(0.0);
-    for (var g = 0u; g < QUADS; g++) { sum += merged[g * 16u + li]; }
+    for (var g = 0u; g < WG / sg_size; g++) { sum += merged[g * 16u + li]; }
 #if DIRECT
     let o = (st.seq * p.heads + h) * 64u + li * 4u;
     let r = sum / total_l;

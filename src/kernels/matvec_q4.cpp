@@ -19,6 +19,7 @@ constexpr uint32_t kMaxHeldBlocks = 16;
 
 void check_geometry(const MatvecGeometry& g, const MatvecConfig& config, const gpu::Device& device, const std::string& where) {
   const bool gated = config.gated;
+  const uint32_t row_sets = gated ? 2 : config.conv ? 3 : 1;  // weight rows per output row
   const uint32_t lanes = g.subgroup_size * g.subgroups_per_row;
   auto fail = [&](const std::string& what, const std::string& fix) { throw Error(what, where, fix); };
   if (g.workgroup_size == 0 || g.subgroup_size == 0 || g.subgroups_per_row == 0 || g.rows_per_subgroup == 0)
@@ -38,18 +39,18 @@ void check_geometry(const MatvecGeometry& g, const MatvecConfig& config, const g
     fail("workgroupSize " + std::to_string(g.workgroup_size) + " exceeds this device's limit of " +
              std::to_string(lim.maxComputeInvocationsPerWorkgroup) + " invocations",
          "use a smaller workgroupSize");
-  const uint32_t reduced_rows = g.rows_per_subgroup * (gated ? 2 : 1);
+  const uint32_t reduced_rows = g.rows_per_subgroup * row_sets;
   const bool shared_x = config.variant == Q4Variant::shared_x;
   uint64_t shared = uint64_t(g.workgroup_size) * reduced_rows * 4 + (shared_x ? uint64_t(config.cols) * 4 : 0);
   if (shared > lim.maxComputeWorkgroupStorageSize)
-    fail(std::string(gated ? "2 * " : "") + "workgroupSize * rowsPerSubgroup" + (shared_x ? " (+ the staged input)" : "") + " needs " +
+    fail((row_sets > 1 ? std::to_string(row_sets) + " * " : "") + "workgroupSize * rowsPerSubgroup" + (shared_x ? " (+ the staged input)" : "") + " needs " +
              std::to_string(shared) + " bytes of workgroup memory, above the device's " + std::to_string(lim.maxComputeWorkgroupStorageSize),
          "lower workgroupSize or rowsPerSubgroup");
   if (shared_x) {
     const uint32_t held = (config.cols / 32 + lanes - 1) / lanes * reduced_rows;
     if (held > kMaxHeldBlocks)
       fail("shared_x would hold " + std::to_string(held) + " weight blocks per lane (ceil(cols / 32 / lanes) x rows" +
-               (gated ? " x 2" : "") + "), above " + std::to_string(kMaxHeldBlocks),
+               (row_sets > 1 ? " x " + std::to_string(row_sets) : "") + "), above " + std::to_string(kMaxHeldBlocks),
            "use more lanes per row (subgroupSize x subgroupsPerRow) or fewer rowsPerSubgroup");
   }
 }
@@ -65,6 +66,8 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
   if (config.gated && config.mode == OutputMode::accumulate)
     throw Error("a gated matvec cannot accumulate", where, "use overwrite mode for the gate_up matvec");
   if (config.gated && config.asymmetric) throw Error("a gated matvec has no zero points", where, "use a symmetric gate_up matrix");
+  if (config.conv && (config.gated || config.asymmetric || config.mode == OutputMode::accumulate))
+    throw Error("a conv-step matvec is symmetric, not gated, in overwrite mode", where, "use the conv in_proj matrix alone");
   if (config.norm_input && !(config.eps > 0)) throw Error("norm epsilon " + std::to_string(config.eps) + " is not positive", where, "pass the model's normEps");
   check_geometry(config.geometry, config, device, where);
   const MatvecGeometry& g = config.geometry;
@@ -84,6 +87,7 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
   if (config.asymmetric) key.defines.insert("ASYMMETRIC");
   if (config.mode == OutputMode::accumulate) key.defines.insert("ACCUMULATE");
   if (config.gated) key.defines.insert("GATED");
+  if (config.conv) key.defines.insert("CONV");
   if (config.norm_input) key.defines.insert("NORM_INPUT");
   if (use_subgroups(device, config.reduction, where)) key.defines.insert("SUBGROUPS");
   kernel_ = &kernels.get(key);
@@ -92,9 +96,16 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
   grid_ = split_grid((uint64_t(config.rows) + per_wg - 1) / per_wg, max_dim, where);
 }
 
-Bound MatvecQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Binding norm_weight) const {
+Bound MatvecQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Binding norm_weight, gpu::Binding conv_taps,
+                     gpu::Binding conv_state) const {
   const std::string where = kernel_->label();
-  check_q4_matrix(w, config_.gated ? 2 * config_.rows : config_.rows, config_.cols, config_.asymmetric, where);
+  check_q4_matrix(w, (config_.gated ? 2 : config_.conv ? 3 : 1) * config_.rows, config_.cols, config_.asymmetric, where);
+  if (config_.conv) {
+    require_binding(conv_taps, uint64_t(config_.rows) * 12, "conv taps", where);
+    require_binding(conv_state, uint64_t(config_.rows) * 8, "conv state", where);
+  } else if (conv_taps.buffer || conv_state.buffer) {
+    throw Error("conv taps or state were bound to a matvec without conv", where, "set MatvecConfig::conv");
+  }
   if (config_.norm_input) require_binding(norm_weight, uint64_t(config_.cols) * 4, "norm weight", where);
   else if (norm_weight.buffer) throw Error("a norm weight was bound to a matvec without norm_input", where, "set MatvecConfig::norm_input");
   require_binding(x, uint64_t(config_.cols) * 4, "x", where);
@@ -104,6 +115,10 @@ Bound MatvecQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Bin
   std::vector<gpu::Binding> bindings{w.quant, w.scales, x, y, {&b.params}};
   if (config_.asymmetric) bindings.push_back(w.zero_points);
   if (config_.norm_input) bindings.push_back(norm_weight);
+  if (config_.conv) {
+    bindings.push_back(conv_taps);
+    bindings.push_back(conv_state);
+  }
   b.group = kernels_.bind(*kernel_, bindings);
   b.groups_x = grid_.x;
   b.groups_y = grid_.y;

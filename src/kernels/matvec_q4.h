@@ -27,6 +27,10 @@ struct MatvecConfig {
   // Gated output (the MLP's gate_up with silu * up fused in): W is [2 * rows][cols], gate rows
   // then up rows, and y[r] = silu(W[r] x) * (W[rows + r] x). Overwrite mode only.
   bool gated = false;
+  // Conv-step output (LFM2's conv in_proj with the decode conv fused in): W is [3 * rows][cols],
+  // the B, C and x rows, and y[r] = C_r . x * (taps[r] . (state[r][0], state[r][1], bx)) with
+  // bx = (B_r . x)(x_r . x); the state (f32 [rows][2]) shifts in bx. Overwrite mode only.
+  bool conv = false;
   // Input prologue: the matvec reads rmsnorm(x) * norm_weight (f32 [cols], bound by bind) instead
   // of x; every workgroup computes the norm of x itself, so no norm dispatch is needed.
   bool norm_input = false;
@@ -41,9 +45,11 @@ class MatvecQ4 {
   MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config);
 
   // Binds W ([2 * rows][cols] when gated), x [cols] f32 and y [rows] f32 (read as well as written
-  // in accumulate mode); norm_weight [cols] f32 with norm_input (and only then). Create once per
-  // tensor and reuse for every token.
-  Bound bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Binding norm_weight = {}) const;
+  // in accumulate mode); norm_weight [cols] f32 with norm_input (and only then); with conv the
+  // taps (f32 [rows][3]) and the state (f32 [rows][2]). Create once per tensor and reuse for
+  // every token.
+  Bound bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Binding norm_weight = {}, gpu::Binding conv_taps = {},
+             gpu::Binding conv_state = {}) const;
   void record(gpu::Recorder& rec, const Bound& bound) const;
 
   const gpu::Kernel& kernel() const { return *kernel_; }

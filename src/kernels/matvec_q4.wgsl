@@ -25,6 +25,10 @@
 //   SUBGROUPS    subgroup reduction; otherwise workgroup memory only (no optional feature).
 //   GATED        W is [2 * rows][cols] (gate rows, then up rows) and y[r] = silu(gate_r . x) *
 //                (up_r . x): each lane group also computes the RPS up rows of its gate rows.
+//   CONV         W is [3 * rows][cols] (LFM2's conv in_proj: B, C and x rows) and y[r] is one
+//                decode step of the short convolution (conv.wgsl main): bx = (B_r . x)(x_r . x),
+//                y[r] = (C_r . x) * (taps[r] . (s0, s1, bx)), state[r] = (s1, bx). Each lane group
+//                computes its channels' three rows, so the conv needs no dispatch of its own.
 //   NORM_INPUT   x is used as rmsnorm(x) * norm_w (eps in Params): every workgroup first sums
 //                x^2 over all cols (cheap next to the matrix), then scales x while loading it.
 #if SUBGROUPS
@@ -54,6 +58,15 @@ struct Params {
 #if ASYMMETRIC
 @group(0) @binding(5) var<storage, read> zero_points: array<u32>;
 #endif
+#if CONV
+#if NORM_INPUT
+@group(0) @binding(6) var<storage, read> taps: array<f32>;             // [rows][3]
+@group(0) @binding(7) var<storage, read_write> conv_state: array<f32>;  // [rows][2], oldest first
+#else
+@group(0) @binding(5) var<storage, read> taps: array<f32>;
+@group(0) @binding(6) var<storage, read_write> conv_state: array<f32>;
+#endif
+#endif
 #if NORM_INPUT
 #if ASYMMETRIC
 @group(0) @binding(6) var<storage, read> norm_w: array<vec4<f32>>;
@@ -74,8 +87,13 @@ override BLOCKS: u32 = 32u;
 override NR: u32 = 2u * RPS;  // rows each lane group reduces: RPS gate rows, then their up rows
 const MAX_NR = 16u;
 #else
+#if CONV
+override NR: u32 = 3u * RPS;  // RPS B rows, their C rows, their x rows
+const MAX_NR = 24u;
+#else
 override NR: u32 = RPS;
 const MAX_NR = 8u;
+#endif
 #endif
 
 #include "q4_block.wgsl"
@@ -146,12 +164,24 @@ fn load_x_block(b: u32) -> array<vec4<f32>, 8> {
   return xs;
 }
 
-// Weight row of the group's j-th reduced row (GATED: the up rows follow all gate rows).
+// Weight row of the group's j-th reduced row (GATED: the up rows follow all gate rows; CONV: the
+// C rows, then the x rows, each block `rows` further).
 fn weight_row(row0: u32, j: u32) -> u32 {
 #if GATED
   if (j >= RPS) { return p.rows + row0 + j - RPS; }
 #endif
+#if CONV
+  return (j / RPS) * p.rows + row0 + j % RPS;
+#else
   return row0 + j;
+#endif
+}
+
+// The group's total of reduced row j: `count` partials from slot `first` of that row.
+fn reduced(j: u32, first: u32, count: u32) -> f32 {
+  var t = 0.0;
+  for (var i = 0u; i < count; i++) { t += partials[j * WG + first + i]; }
+  return t;
 }
 
 fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
@@ -282,14 +312,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     if (li % w == 0u) { partials[j * WG + li / w] = s; }
   }
   workgroupBarrier();
-  let per_group = L / w;
-  if (lane < RPS) {
-    var total = 0.0;
-    for (var i = 0u; i < per_group; i++) { total += partials[lane * WG + group * per_group + i]; }
-#if GATED
-    var up = 0.0;
-    for (var i = 0u; i < per_group; i++) { up += partials[(lane + RPS) * WG + group * per_group + i]; }
-#endif
+  let first = group * (L / w);
+  let count = L / w;
 #else
   for (var j = 0u; j < NR; j++) { partials[j * WG + li] = acc[j]; }
   workgroupBarrier();
@@ -299,23 +323,29 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     }
     workgroupBarrier();
   }
-  if (lane < RPS) {
-    let total = partials[lane * WG + group * L];
-#if GATED
-    let up = partials[(lane + RPS) * WG + group * L];
+  let first = group * L;
+  let count = 1u;
 #endif
-#endif
-    let r = row0 + lane;
-    if (r < p.rows) {
+  let r = row0 + lane;
+  if (lane < RPS && r < p.rows) {
+    let total = reduced(lane, first, count);
 #if GATED
-      y[r] = silu(total) * up;
+    y[r] = silu(total) * reduced(lane + RPS, first, count);
+#else
+#if CONV
+    let bx = total * reduced(lane + 2u * RPS, first, count);
+    let s0 = conv_state[2u * r];
+    let s1 = conv_state[2u * r + 1u];
+    y[r] = reduced(lane + RPS, first, count) * (taps[3u * r] * s0 + taps[3u * r + 1u] * s1 + taps[3u * r + 2u] * bx);
+    conv_state[2u * r] = s1;
+    conv_state[2u * r + 1u] = bx;
 #else
 #if ACCUMULATE
-      y[r] += total;
+    y[r] += total;
 #else
-      y[r] = total;
+    y[r] = total;
 #endif
 #endif
-    }
+#endif
   }
 }

@@ -83,6 +83,7 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
   k.norm_fuse = !c.unfused;
   if (auto it = c.extra.find("normFuse"); it != c.extra.end() && it->is_boolean()) k.norm_fuse = k.norm_fuse && it->get<bool>();
   k.gated_gate_up = !c.unfused;
+  k.conv_step_in_proj = !c.unfused;
   k.qk_fuse = !c.unfused;
   k.padding = static_cast<uint32_t>(std::max<int64_t>(0, c.padding));
   k.flash_optima = rt.flash_optima;

@@ -31,9 +31,11 @@ struct KernelChoices {
   bool conv_fuse = true;
   // Decode fusions (all off with `unfused`, the reference path): the op, ffn and head RMSNorms
   // computed in the prologue of the matvec / fused MLP that reads them (candidate extra key
-  // `normFuse`, default on), and silu(gate) * up as the epilogue of the gate_up matvec.
+  // `normFuse`, default on), silu(gate) * up as the epilogue of the gate_up matvec, and the conv
+  // step as the epilogue of the conv in_proj matvec.
   bool norm_fuse = true;
   bool gated_gate_up = true;
+  bool conv_step_in_proj = true;
   // Decode attention input: q/k norms, RoPE and the KV append as one dispatch (off with unfused).
   bool qk_fuse = true;
   uint32_t padding = 0;                  // extra elements per KV row

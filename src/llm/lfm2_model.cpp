@@ -166,6 +166,19 @@ void Lfm2Model::build() {
         choices_.warnings.push_back(std::string("mlp_gate_up: no fused silu*up with this geometry (") + e.what() + ")");
       }
     }
+    if (std::string(m.key) == "conv_in_proj" && choices_.conv_step_in_proj) {
+      // The decode conv step fused into the in_proj matvec (its epilogue); a geometry too large
+      // for the tripled rows keeps the separate conv dispatch.
+      kernels::MatvecConfig cc = mc;
+      cc.rows = H;
+      cc.conv = true;
+      try {
+        o.matvec.emplace(m.key, kernels::MatvecQ4(kernels, cc));
+        conv_step_fused_ = true;
+      } catch (const Error& e) {
+        choices_.warnings.push_back(std::string("conv_in_proj: no fused conv step with this geometry (") + e.what() + ")");
+      }
+    }
     if (!o.matvec.count(m.key)) o.matvec.emplace(m.key, kernels::MatvecQ4(kernels, mc));
     // Prefill: the down matmul reads the down copy of this run (k-major kquant under mlp_pair).
     const bool kmajor = choices_.mlp_pair && std::string(m.key) == "mlp_down";
@@ -227,8 +240,12 @@ void Lfm2Model::build() {
     // With norm_fuse the decode matvecs read x and the norm weight instead of h.
     const bool nf = choices_.norm_fuse;
     layer.decode_norm_fused = nf;
-    layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, nf ? gpu::Binding{&x_} : gpu::Binding{&h_},
-                                                         attn ? gpu::Binding{&qkv_} : gpu::Binding{&bcx_}, nf ? gpu::Binding{&op_norm_w} : gpu::Binding{});
+    const gpu::Binding mix_in_x = nf ? gpu::Binding{&x_} : gpu::Binding{&h_}, mix_in_norm = nf ? gpu::Binding{&op_norm_w} : gpu::Binding{};
+    if (attn) layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&qkv_}, mix_in_norm);
+    else if (conv_step_fused_)
+      layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&conv_y_}, mix_in_norm,
+                                                           {&weights_->section(p + "conv.core.taps")}, conv_state(i));
+    else layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&bcx_}, mix_in_norm);
     layer.mix_out_mv = o.matvec.at(layer.mix_out_key).bind(layer.mix_out, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, {&x_});
     if (attn) {
       layer.q_norm = o.q_norm->bind({&qkv_}, {&weights_->section(p + "attn.qkv.q_norm")});
@@ -339,8 +356,8 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
       if (decode) o.attn_decode->record(rec, l.attn_decode, choices_.blocks_for(position_ + 1));
       else o.attn_prefill->record(rec, l.attn_prefill, T);
     } else {
-      if (decode) o.conv_decode->record(rec, l.conv_decode, T);
-      else o.conv_prefill->record(rec, l.conv_prefill, T);
+      if (!decode) o.conv_prefill->record(rec, l.conv_prefill, T);
+      else if (!conv_step_fused_) o.conv_decode->record(rec, l.conv_decode, T);  // else in the in_proj matvec
     }
     if (decode) o.matvec.at(l.mix_out_key).record(rec, l.mix_out_mv);
     else o.matmul.at(l.mix_out_key).record(rec, chunk->mix_out[i]);
