@@ -172,6 +172,9 @@ void Lfm2Model::build() {
       kernels::MatvecConfig cc = mc;
       cc.rows = H;
       cc.conv = true;
+      // A lane group reduces three weight rows per channel: a third of the channels keeps the
+      // rows per group (and the workgroup count) the tuned geometry measured.
+      cc.geometry.rows_per_subgroup = (mc.geometry.rows_per_subgroup + 2) / 3;
       try {
         o.matvec.emplace(m.key, kernels::MatvecQ4(kernels, cc));
         conv_step_fused_ = true;
