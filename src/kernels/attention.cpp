@@ -36,32 +36,28 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
                 "use the shared variant");
   gpu::KernelKey key{.file = "attention_decode.wgsl", .constants = {{"WG", wg}, {"MAXD", config_.head_dim}}};
   if (config_.subgroups) key.defines.insert("SUBGROUPS");
+  gpu::KernelKey direct = key;
   // Head size 64 on 16-byte aligned rows: the quad kernel (a key per 4 lanes, dims in registers).
   const gpu::Device& device = kernels.device();
   const AttentionParams ap = params_of(config_);
   const bool aligned = ap.row % 4 == 0 && ap.q_stride % 4 == 0 && ap.q_offset % 4 == 0 && ap.seq_stride % 4 == 0;
   const uint32_t sg_min = device.subgroup_size(), sg_max = device.adapter().subgroup_max;
   if (config_.subgroups && config_.head_dim == 64 && aligned && wg >= std::max(16u, sg_max) && sg_min % 4 == 0) {
-    key.file = "attention_decode_quad.wgsl";
+    key.file = direct.file = "attention_decode_quad.wgsl";
     key.constants = {{"WG", wg}, {"SG_MIN", sg_min}};
-    partials_kernel_ = &kernels.get(key);
     // One block (DIRECT) runs one workgroup per head: as wide as the adapter allows, so its quads
     // cover a long context in a short chain (the merge buffer is WG / SG_MIN x 256 bytes).
     uint32_t direct_wg = std::min<uint32_t>(1024, device.limits().maxComputeInvocationsPerWorkgroup);
     while (direct_wg > wg && uint64_t(direct_wg) / sg_min * 256 + 1024 > device.limits().maxComputeWorkgroupStorageSize) direct_wg /= 2;
-    key.constants = {{"WG", std::max(wg, direct_wg)}, {"SG_MIN", sg_min}};
-    key.defines.insert("DIRECT");
-    direct_kernel_ = &kernels.get(key);
+    direct.constants = {{"WG", std::max(wg, direct_wg)}, {"SG_MIN", sg_min}};
   } else if (config_.subgroups && wg < sg_max) {
     // attention_decode.wgsl walks a tile's keys WG / subgroup size at a time.
     throw Error("workgroup " + std::to_string(wg) + " is below the adapter's largest subgroup (" + std::to_string(sg_max) + ")",
                 "AttentionDecode", "use a larger workgroup or the shared variant");
   }
-  if (!direct_kernel_) {
-    partials_kernel_ = &kernels.get(key);
-    key.defines.insert("DIRECT");
-    direct_kernel_ = &kernels.get(key);
-  }
+  direct.defines.insert("DIRECT");
+  partials_kernel_ = &kernels.get(key);
+  direct_kernel_ = &kernels.get(direct);
   // The combine splits a head's dims over its B workgroups, ceil(head_dim / 2) at most (B >= 2).
   const uint32_t combine_wg = std::max<uint32_t>(64, std::bit_ceil((config_.head_dim + 1) / 2));
   if (combine_wg > 1024) throw Error("head_dim " + std::to_string(config_.head_dim) + " above 2048", "AttentionDecode");

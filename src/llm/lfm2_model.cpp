@@ -244,10 +244,10 @@ void Lfm2Model::build() {
     const bool nf = choices_.norm_fuse;
     layer.decode_norm_fused = nf;
     const gpu::Binding mix_in_x = nf ? gpu::Binding{&x_} : gpu::Binding{&h_}, mix_in_norm = nf ? gpu::Binding{&op_norm_w} : gpu::Binding{};
+    const gpu::Buffer* taps = attn ? nullptr : &weights_->section(p + "conv.core.taps");
     if (attn) layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&qkv_}, mix_in_norm);
     else if (conv_step_fused_)
-      layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&conv_y_}, mix_in_norm,
-                                                           {&weights_->section(p + "conv.core.taps")}, conv_state(i));
+      layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&conv_y_}, mix_in_norm, {taps}, conv_state(i));
     else layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&bcx_}, mix_in_norm);
     layer.mix_out_mv = o.matvec.at(layer.mix_out_key).bind(layer.mix_out, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, {&x_});
     if (attn) {
@@ -261,9 +261,8 @@ void Lfm2Model::build() {
       layer.attn_decode = o.attn_decode->bind({&qkv_}, k_cache(i), v_cache(i), {&attn_}, {&step_});
       layer.attn_prefill = o.attn_prefill->bind({&qkv_}, k_cache(i), v_cache(i), {&attn_}, {&step_});
     } else {
-      const auto& taps = weights_->section(p + "conv.core.taps");
-      layer.conv_decode = o.conv_decode->bind({&bcx_}, {&taps}, conv_state(i), {&conv_y_}, {&step_});
-      layer.conv_prefill = o.conv_prefill->bind({&bcx_}, {&taps}, conv_state(i), {&conv_y_}, {&step_});
+      layer.conv_decode = o.conv_decode->bind({&bcx_}, {taps}, conv_state(i), {&conv_y_}, {&step_});
+      layer.conv_prefill = o.conv_prefill->bind({&bcx_}, {taps}, conv_state(i), {&conv_y_}, {&step_});
     }
     if (choices_.mlp_pair) {
       layer.mlp = o.mlp->bind(layer.gate_up, layer.down, {nf ? &x_ : &h_, 0, uint64_t(H) * 4}, {&x_, 0, uint64_t(H) * 4},
