@@ -93,6 +93,11 @@ INSTANTIATE_TEST_SUITE_P(
              geometry_name(std::get<2>(info.param));
     });
 
+// Test names of a one-variant suite: the reduction and the geometry.
+const auto reduction_and_geometry = [](const auto& info) {
+  return std::string(std::get<1>(info.param) == kernels::Reduction::subgroup ? "subgroup_" : "shared_") + geometry_name(std::get<2>(info.param));
+};
+
 // split_block: eight lanes per block, so lane groups of at least 8 (and wider than lavapipe's
 // subgroup; several subgroups per row; up to 8 rows per group).
 INSTANTIATE_TEST_SUITE_P(
@@ -100,9 +105,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(kernels::Q4Variant::split_block), ::testing::Values(kernels::Reduction::subgroup, kernels::Reduction::shared),
                        ::testing::Values(MatvecGeometry{512, 32, 4, 1}, MatvecGeometry{64, 4, 3, 2}, MatvecGeometry{64, 8, 2, 1},
                                          MatvecGeometry{128, 16, 8, 1})),
-    [](const auto& info) {
-      return std::string(std::get<1>(info.param) == kernels::Reduction::subgroup ? "subgroup_" : "shared_") + geometry_name(std::get<2>(info.param));
-    });
+    reduction_and_geometry);
 
 // shared_x: every weight block a lane needs held in registers (up to 16), x staged in workgroup
 // memory; one to three blocks per lane and row at these shapes.
@@ -111,9 +114,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(kernels::Q4Variant::shared_x), ::testing::Values(kernels::Reduction::subgroup, kernels::Reduction::shared),
                        ::testing::Values(MatvecGeometry{512, 32, 4, 1}, MatvecGeometry{64, 4, 3, 2}, MatvecGeometry{32, 4, 2, 1},
                                          MatvecGeometry{128, 16, 8, 1})),
-    [](const auto& info) {
-      return std::string(std::get<1>(info.param) == kernels::Reduction::subgroup ? "subgroup_" : "shared_") + geometry_name(std::get<2>(info.param));
-    });
+    reduction_and_geometry);
 
 // Accumulate mode (y += W x) for each variant and reduction; its only difference is the store.
 TEST(MatvecQ4Accumulate, AddsIntoY) {

@@ -17,9 +17,11 @@ static_assert(sizeof(MatvecParams) == 16);
 // Weight blocks a shared_x lane holds in registers (MAX_HELD in matvec_q4.wgsl).
 constexpr uint32_t kMaxHeldBlocks = 16;
 
+// Weight rows per output row: gate and up (gated), B, C and x (conv step), or one.
+uint32_t weight_row_sets(const MatvecConfig& config) { return config.gated ? 2 : config.conv ? 3 : 1; }
+
 void check_geometry(const MatvecGeometry& g, const MatvecConfig& config, const gpu::Device& device, const std::string& where) {
-  const bool gated = config.gated;
-  const uint32_t row_sets = gated ? 2 : config.conv ? 3 : 1;  // weight rows per output row
+  const uint32_t row_sets = weight_row_sets(config);
   const uint32_t lanes = g.subgroup_size * g.subgroups_per_row;
   auto fail = [&](const std::string& what, const std::string& fix) { throw Error(what, where, fix); };
   if (g.workgroup_size == 0 || g.subgroup_size == 0 || g.subgroups_per_row == 0 || g.rows_per_subgroup == 0)
@@ -99,7 +101,7 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
 Bound MatvecQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Binding norm_weight, gpu::Binding conv_taps,
                      gpu::Binding conv_state) const {
   const std::string where = kernel_->label();
-  check_q4_matrix(w, (config_.gated ? 2 : config_.conv ? 3 : 1) * config_.rows, config_.cols, config_.asymmetric, where);
+  check_q4_matrix(w, weight_row_sets(config_) * config_.rows, config_.cols, config_.asymmetric, where);
   if (config_.conv) {
     require_binding(conv_taps, uint64_t(config_.rows) * 12, "conv taps", where);
     require_binding(conv_state, uint64_t(config_.rows) * 8, "conv state", where);

@@ -254,7 +254,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     let b = lane + i * L;
     if (b < BLOCKS) {
       var xs: array<vec4<f32>, 8>;
-      for (var k = 0u; k < 8u; k++) { xs[k] = x_shared[b * 8u + ((k + b) & 7u)]; }
+      for (var k = 0u; k < 8u; k++) { xs[k] = x_shared[x_slot(b * 8u + k)]; }
       for (var j = 0u; j < NR; j++) {
         if (row0 + (j % RPS) < p.rows) {
           let r = weight_row(row0, j);
