@@ -5,7 +5,7 @@
 # bench/results/tuned_runtime.json, "tune" = ember tune then bench llm of the
 # tuned pack, "tune-mlp" = the same with --allow-mlp-pair (fused vs unfused MLP timed, the faster
 # kept: it names the down weight), "ss-flow", "ss-flow-attn" = flash-attention variants and mlp.2
-# split-K at batch 2, "seed-check" = the ss-flow seed-configuration check against the CPU
+# split-K at batch 2, "ss-flow-mm" = qmatmul variants at batch 2, "seed-check" = the ss-flow seed-configuration check against the CPU
 # reference, "serve" = aggregate throughput of `ember serve` with 1/4/16 sequences, "batch" = the server's
 # batched decode step alone at 1..16 sequences, greedy and sampled, with a per-kernel profile) and prints a
 # short table. Results go to $OUT/results.tgz (the device tool returns few files).
@@ -81,6 +81,15 @@ for what in "$@"; do
         python3 -c "import json,sys; f=json.load(open(sys.argv[1]))['forward_batch2']; k={e['kernel']: e['total_ms'] for e in f['kernels']}; print('mlp.2 split %s: b2 wall %.2f ms, kernels %.2f ms, mlp.2 %.2f + sum %.2f ms' % (sys.argv[2], f['wall_ms'], f['gpu_kernels_ms'], k.get('mlp.2+gate', 0), k.get('mlp.2+gate.sum', 0)))" "$OUT/ss_flow_mlp2_split$splits.json" $splits
       done
       ember bench ss-flow --synthetic --gpu-fast --attention tiled --repeats 3 ;;
+    ss-flow-mm)
+      # qmatmul variants at batch 2 (scalar vs vec4 workgroup-memory reads, thread grids, K step).
+      for v in "16 16 16 scalar" "16 16 16" "16 8 16" "8 16 16" "16 16 8" "16 16 32"; do
+        read -r t r k scalar <<< "$v"
+        name=$(echo "$v" | tr ' ' '_')
+        ember bench ss-flow --synthetic --gpu-fast --json --batch2-only --no-sample --repeats 3 --matmul $t $r $k \
+          ${scalar:+--matmul-scalar} > "$OUT/ss_flow_mm_$name.json" || { echo "$v failed" >&2; continue; }
+        python3 -c "import json,sys; f=json.load(open(sys.argv[1]))['forward_batch2']; k={e['kernel']: e['total_ms'] for e in f['kernels']}; mm=sum(v for n,v in k.items() if 'flash' not in n and ('mlp.' in n or 'to_' in n) and 'gelu' not in n); print('%-12s b2 wall %.2f ms, matmuls %.2f ms (to_qkv %.2f, mlp.0 %.2f, mlp.2 %.2f)' % (sys.argv[2], f['wall_ms'], mm, k.get('self_attn.to_qkv', 0), k.get('mlp.0', 0), k.get('mlp.2+gate', 0)))" "$OUT/ss_flow_mm_$name.json" "$v"
+      done ;;
     llm|llm-tuned|tune|tune-mlp)
       # A seed-000-shaped pack with random weights, its candidate the seed's unchanged (the
       # seed's runtime.json describes exactly the layout the packer writes for that shape).

@@ -133,12 +133,21 @@ TEST_P(AttentionDecodeTest, StepsSeveralSequencesInOneDispatch) {
 INSTANTIATE_TEST_SUITE_P(Variants, AttentionDecodeTest, ::testing::Bool(),
                          [](const auto& info) { return std::string(info.param ? "subgroup" : "shared"); });
 
-TEST(AttentionPrefill, CausalMatchesReferenceForTokenCountsAndStarts) {
+// The prefill kernels: param true = with subgroups, where head size 64 on aligned rows takes the
+// quad kernel (attention_prefill_quad.wgsl); false = the one-query-per-thread kernel everywhere.
+class AttentionPrefillTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (GetParam() && !test_device().has_subgroups()) GTEST_SKIP() << "device has no subgroups";
+  }
+};
+
+TEST_P(AttentionPrefillTest, CausalMatchesReferenceForTokenCountsAndStarts) {
   auto& dev = test_device();
   const uint32_t H = 4, KV = 2, positions = 128;
-  for (auto [d, padding] : std::vector<std::pair<uint32_t, uint32_t>>{{64, 0}, {32, 3}}) {
+  for (auto [d, padding] : std::vector<std::pair<uint32_t, uint32_t>>{{64, 0}, {32, 3}, {64, 4}}) {
     const uint32_t row = d + padding;
-    kernels::AttentionPrefill attn(test_kernels(), {.heads = H, .kv_heads = KV, .head_dim = d, .padding = padding});
+    kernels::AttentionPrefill attn(test_kernels(), {.heads = H, .kv_heads = KV, .head_dim = d, .padding = padding, .subgroups = GetParam()});
     auto step = kernels::create_step_buffer(dev);
     for (uint32_t T : {1u, 5u, 20u, 70u})
       for (uint32_t start : {0u, 13u}) {
@@ -178,17 +187,21 @@ static void check_prefill(const kernels::AttentionConfig& config, uint32_t T, ui
       << "d " << d << " T " << T << " start " << start << " BQ " << config.query_tile << " BK " << config.key_tile;
 }
 
-TEST(AttentionPrefill, SmallTiles) {
-  check_prefill({.heads = 4, .kv_heads = 1, .head_dim = 64, .query_tile = 4, .key_tile = 8}, 11, 4, 77);
+TEST_P(AttentionPrefillTest, SmallTiles) {
+  check_prefill({.heads = 4, .kv_heads = 1, .head_dim = 64, .subgroups = GetParam(), .query_tile = 4, .key_tile = 8}, 11, 4, 77);
 }
 
 // Lengths that are not multiples of the query or key tile, each with earlier tokens in the cache,
 // under the default geometry and a wider one (64 queries, 64-key tiles; fewer lengths: lavapipe is slow).
-TEST(AttentionPrefill, AwkwardLengthsAfterEarlierTokens) {
+TEST_P(AttentionPrefillTest, AwkwardLengthsAfterEarlierTokens) {
   for (auto [bq, bk] : std::vector<std::pair<uint32_t, uint32_t>>{{32, 32}, {64, 64}})
     for (auto [T, start] : bq == 32 ? std::vector<std::pair<uint32_t, uint32_t>>{{1, 7}, {17, 3}, {100, 29}, {201, 50}}
                                     : std::vector<std::pair<uint32_t, uint32_t>>{{70, 13}})
-      check_prefill({.heads = 4, .kv_heads = 2, .head_dim = 64, .query_tile = bq, .key_tile = bk}, T, start,
-                    T * 7 + start + bq);
-  check_prefill({.heads = 6, .kv_heads = 3, .head_dim = 20, .padding = 1}, 100, 29, 5);  // head_dim not a multiple of 4
+      check_prefill({.heads = 4, .kv_heads = 2, .head_dim = 64, .subgroups = GetParam(), .query_tile = bq, .key_tile = bk}, T,
+                    start, T * 7 + start + bq);
+  // head_dim not a multiple of 4: the one-query kernel, subgroups or not
+  check_prefill({.heads = 6, .kv_heads = 3, .head_dim = 20, .padding = 1, .subgroups = GetParam()}, 100, 29, 5);
 }
+
+INSTANTIATE_TEST_SUITE_P(Variants, AttentionPrefillTest, ::testing::Bool(),
+                         [](const auto& info) { return std::string(info.param ? "subgroup" : "shared"); });

@@ -44,6 +44,12 @@ TEST(KernelConfigErrors, NameTheKernelAndTheProblem) {
   EXPECT_NE(error_of([&] { kernels::AttentionPrefill(k, {.heads = 4, .kv_heads = 2, .head_dim = 64, .key_tile = 12}); })
                 .find("key_tile"),
             std::string::npos);
+  if (k.device().has_subgroups() && k.device().subgroup_size() % 4 == 0) {
+    EXPECT_NE(error_of([&] { kernels::AttentionPrefill(k, {.heads = 4, .kv_heads = 2, .head_dim = 64, .subgroups = true,
+                                                           .query_tile = 6}); })
+                  .find("multiple of 4"),
+              std::string::npos);
+  }
   EXPECT_NE(error_of([&] { kernels::ShortConv(k, {.hidden = 64, .in_stride = 100}); }).find("in_stride"),
             std::string::npos);
   EXPECT_NE(error_of([&] { kernels::Sampler(k, {.vocab = 100, .partials = 4, .max_top_k = 64, .sort_size = 64}); })

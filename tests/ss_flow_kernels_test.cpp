@@ -130,8 +130,8 @@ std::string matmul_name(const ::testing::TestParamInfo<SsFlowQMatmul::ParamType>
 
 INSTANTIATE_TEST_SUITE_P(
     Variants, SsFlowQMatmul,
-    ::testing::Combine(::testing::Values(kernels::QMatmulGeometry{2, 2, 16}, kernels::QMatmulGeometry{4, 8, 32},
-                                         kernels::QMatmulGeometry{16, 16, 16}, kernels::QMatmulGeometry{2, 2, 16, true},
+    ::testing::Combine(::testing::Values(kernels::QMatmulGeometry{2, 2, 16, false}, kernels::QMatmulGeometry{4, 8, 32, false},
+                                         kernels::QMatmulGeometry{16, 16, 16, false}, kernels::QMatmulGeometry{2, 2, 16, true},
                                          kernels::QMatmulGeometry{4, 8, 32, true}, kernels::QMatmulGeometry{16, 16, 16, true},
                                          // split-K: 2 chunks; 5 asked, capped by the 64-column groups (4 chunks of 128 at 500 columns)
                                          kernels::QMatmulGeometry{2, 2, 16, false, 2}, kernels::QMatmulGeometry{4, 8, 32, true, 5}),

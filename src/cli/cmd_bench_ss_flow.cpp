@@ -39,7 +39,7 @@ void add_bench_ss_flow(CLI::App& bench) {
   struct Opts {
     GpuOptions gpu;
     std::string stage;
-    bool synthetic = false, json = false, no_sample = false, fuse_gelu = false, batch2_only = false, no_quad = false, vec4 = false;
+    bool synthetic = false, json = false, no_sample = false, fuse_gelu = false, batch2_only = false, no_quad = false, scalar_matmul = false;
     int repeats = 5, blocks = 0, resolution = 0;
     std::vector<uint32_t> matmul{16, 16, 16};
     uint32_t attn_queries = 128, attn_keys = 32;
@@ -62,7 +62,7 @@ void add_bench_ss_flow(CLI::App& bench) {
   cmd->add_option("--mlp2-splits", o->mlp2_splits, "split-K chunks for mlp.2 (K = 3072; 1 = none; default 2)")->check(CLI::Range(1, 48));
   cmd->add_flag("--fuse-gelu", o->fuse_gelu, "GELU in the mlp.0 matmul epilogue");
   cmd->add_option("--attn-keys", o->attn_keys, "keys per flash-attention tile (quad variant)");
-  cmd->add_flag("--matmul-vec4", o->vec4, "qmatmul with vec4 workgroup-memory reads");
+  cmd->add_flag("--matmul-scalar", o->scalar_matmul, "qmatmul with scalar workgroup-memory reads (default: vec4)");
   cmd->add_flag("--no-quad", o->no_quad, "plain flash attention instead of the quad variant");
   cmd->add_flag("--batch2-only", o->batch2_only, "forward at batch 2 only (for sweeps)");
   cmd->add_option("--attn-queries", o->attn_queries, "queries per flash-attention workgroup (plain, quad)");
@@ -86,7 +86,7 @@ void add_bench_ss_flow(CLI::App& bench) {
       source = trellis::open_ss_flow_stage(o->stage);
     }
     trellis::SsFlowOptions mo;
-    mo.matmul = {o->matmul[0], o->matmul[1], o->matmul[2], o->vec4};
+    mo.matmul = {o->matmul[0], o->matmul[1], o->matmul[2], !o->scalar_matmul};
     mo.attention_queries = o->attn_queries;
     mo.fuse_gelu = o->fuse_gelu;
     mo.attention = o->no_quad            ? kernels::FlashVariant::Plain
@@ -115,7 +115,7 @@ void add_bench_ss_flow(CLI::App& bench) {
                         {"attention", attention_name(model.options().attention)}, {"attention_keys", o->attn_keys},
                         {"attention_geometry", {model.options().attention_tiled.queries, model.options().attention_tiled.queries_per_thread,
                                                 model.options().attention_tiled.keys_per_thread,
-                                                model.options().attention_tiled.prefetch ? 1u : 0u}}, {"fuse_gelu", o->fuse_gelu}, {"mlp2_k_splits", o->mlp2_splits}, {"matmul_vec4", o->vec4}};
+                                                model.options().attention_tiled.prefetch ? 1u : 0u}}, {"fuse_gelu", o->fuse_gelu}, {"mlp2_k_splits", o->mlp2_splits}, {"matmul_vec4", !o->scalar_matmul}};
     std::string text;
     {
       const auto& mo_used = model.options();

@@ -102,7 +102,16 @@ AttentionPrefill::AttentionPrefill(gpu::KernelCache& kernels, const AttentionCon
     throw Error("tiles need " + std::to_string(bytes) + " bytes of workgroup memory, the adapter has " +
                     std::to_string(kernels.device().limits().maxComputeWorkgroupStorageSize),
                 "AttentionPrefill", "use a smaller key_tile");
-  kernel_ = &kernels.get({.file = "attention_prefill.wgsl", .constants = {{"BQ", bq}, {"BK", bk}}});
+  if (config_.subgroups && !kernels.device().has_subgroups())
+    throw Error("subgroup variant requested but the device has no subgroups", "AttentionPrefill",
+                "use the shared variant");
+  // Head size 64 on 16-byte aligned rows with subgroups: the quad kernel (4 queries per 4 lanes).
+  const AttentionParams ap = params_of(config_);
+  const bool aligned = ap.row % 4 == 0 && ap.q_stride % 4 == 0 && ap.q_offset % 4 == 0;
+  const bool quad = config_.subgroups && config_.head_dim == 64 && aligned && kernels.device().subgroup_size() % 4 == 0;
+  if (quad && bq % 4 != 0) throw Error("query_tile must be a multiple of 4 for the quad kernel", "AttentionPrefill");
+  kernel_ = &kernels.get({.file = quad ? "attention_prefill_quad.wgsl" : "attention_prefill.wgsl",
+                          .constants = {{"BQ", bq}, {"BK", bk}}});
   params_ = kernels.device().create_uniform(params_of(config_), "attention params");
 }
 

@@ -4,7 +4,8 @@
 //     B = 1 is one dispatch (attention_decode.wgsl DIRECT writes the output, no combine).
 //   AttentionPrefill: T causal queries at StepParams.start + t, one per thread with its accumulator in
 //     registers, K/V tiles shared in workgroup memory (attention_prefill.wgsl); head_dim <= 64;
-//     T is read from StepParams.rows, which must equal record()'s T.
+//     T is read from StepParams.rows, which must equal record()'s T. With subgroups, head size 64
+//     and 16-byte aligned rows: 4 queries per lane quad instead (attention_prefill_quad.wgsl).
 #pragma once
 
 #include <cstdint>
@@ -27,12 +28,12 @@ struct AttentionConfig {
   uint32_t padding = 0;                 // extra elements per cache row
   uint32_t q_stride = 0, q_offset = 0;  // elements per token / of token 0 in q; stride 0 = heads * head_dim
   float scale = 0;                      // 0 = 1 / sqrt(head_dim)
-  bool subgroups = false;               // decode: subgroup reductions (shared memory otherwise)
+  bool subgroups = false;               // subgroup reductions (shared memory otherwise); prefill: the quad kernel
   uint32_t workgroup = 64;              // decode: keys per tile (power of two)
   uint32_t max_blocks = 64;             // decode: largest B record() accepts (sizes the partials)
   uint32_t max_sequences = 1;           // decode: most sequences one record() steps (sizes the partials)
   uint32_t seq_stride = 0;              // decode: elements between two sequences' caches
-  uint32_t query_tile = 32;             // prefill: queries per workgroup = threads (one query each)
+  uint32_t query_tile = 64;             // prefill: queries per workgroup = threads
   uint32_t key_tile = 32;               // prefill: keys per workgroup-memory tile (multiple of 8)
 };
 
@@ -66,6 +67,7 @@ class AttentionPrefill {
   gpu::BindGroup bind(gpu::Binding q, gpu::Binding k_cache, gpu::Binding v_cache, gpu::Binding out,
                       gpu::Binding step) const;
   void record(gpu::Recorder& rec, const gpu::BindGroup& group, uint32_t T) const;
+  const gpu::Kernel& kernel() const { return *kernel_; }
 
  private:
   gpu::KernelCache& kernels_;

@@ -14,11 +14,15 @@ static_assert(sizeof(MatmulParams) == 16);
 }  // namespace
 
 std::string matmul_geometry_name(const MatmulGeometry& g) {
-  return std::to_string(g.wg_tokens) + "x" + std::to_string(g.wg_rows) + "k" + std::to_string(g.k_step) + (g.micro == 4 ? "m4" : "");
+  return std::to_string(g.wg_tokens) + "x" + std::to_string(g.wg_rows) + "k" + std::to_string(g.k_step) + (g.micro == 4 ? "m4" : "") + (g.vec4 ? "v4" : "");
 }
 
 namespace {
-uint64_t shared_bytes(const MatmulGeometry& g) { return 4ull * g.k_step * (g.tile_tokens() + 1 + g.tile_rows() + 1); }
+// Padded by one element (vec4: one vec4) per K row.
+uint64_t shared_bytes(const MatmulGeometry& g) {
+  const uint32_t pad = g.vec4 ? 4 : 1;
+  return 4ull * g.k_step * (g.tile_tokens() + pad + g.tile_rows() + pad);
+}
 }  // namespace
 
 bool matmul_geometry_fits(const MatmulGeometry& g, const WGPULimits& lim) {
@@ -51,6 +55,8 @@ MatmulQ4::MatmulQ4(gpu::KernelCache& kernels, const MatmulConfig& config) : kern
   if (config.mode == OutputMode::accumulate) key.defines.insert("ACCUMULATE");
   if (config.kmajor) key.defines.insert("KMAJOR");
   if (g.micro == 4) key.defines.insert("MICRO4");
+  if (g.vec4) key.defines.insert("VEC4");
+  if (config.gated_input) key.defines.insert("GATED_X");
   kernel_ = &kernels.get(key);
 }
 
@@ -59,7 +65,7 @@ Bound MatmulQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, uint32_t
   if (tokens == 0) throw Error("token count is 0", where, "bind at least one token");
   if (config_.kmajor) check_q4_matrix(w, config_.cols, config_.rows, false, where);
   else check_q4_matrix(w, config_.rows, config_.cols, false, where);
-  require_binding(x, uint64_t(tokens) * config_.cols * 4, "x", where);
+  require_binding(x, uint64_t(tokens) * config_.cols * (config_.gated_input ? 8 : 4), "x", where);
   require_binding(y, uint64_t(tokens) * config_.rows * 4, "y", where);
   const uint32_t max_dim = kernels_.device().limits().maxComputeWorkgroupsPerDimension;
   const MatmulGeometry& g = config_.geometry;

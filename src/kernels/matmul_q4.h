@@ -11,15 +11,17 @@ namespace ember::kernels {
 
 // Workgroup geometry: a tile of micro wg_tokens tokens x micro wg_rows rows (micro x micro
 // outputs per thread: 8, or 4 for more workgroups on small outputs); K advances k_step columns
-// per workgroup-memory round (8, 16 or 32).
+// per workgroup-memory round (8, 16 or 32). vec4: the workgroup tiles are read as vec4 (a
+// thread's outputs in runs of 4 instead of strided by the thread grid).
 struct MatmulGeometry {
   uint32_t wg_tokens = 16, wg_rows = 16, k_step = 16;
   uint32_t micro = 8;
+  bool vec4 = false;
   uint32_t tile_tokens() const { return micro * wg_tokens; }
   uint32_t tile_rows() const { return micro * wg_rows; }
   bool operator==(const MatmulGeometry&) const = default;
 };
-std::string matmul_geometry_name(const MatmulGeometry& g);  // "16x16k16" (tokens x rows, K step; "m4" for micro 4)
+std::string matmul_geometry_name(const MatmulGeometry& g);  // "16x16k16" (tokens x rows, K step; "m4" for micro 4, "v4" for vec4)
 // Whether the kernel accepts `g` on a device with `limits` (K step, threads, workgroup memory).
 bool matmul_geometry_fits(const MatmulGeometry& g, const WGPULimits& limits);
 
@@ -30,6 +32,9 @@ struct MatmulConfig {
   // true: W stored transposed, [cols][rows] with 32-blocks along rows (rows a multiple of 32):
   // the MLP's down.kquant, which is the down weight of a run with the fused decode MLP.
   bool kmajor = false;
+  // X is [tokens][2 cols], gate | up, and the product uses silu(gate) * up: the MLP's down matmul
+  // reading the gate_up output (no separate silu_mul pass).
+  bool gated_input = false;
   MatmulGeometry geometry{};
 };
 
@@ -37,7 +42,7 @@ class MatmulQ4 {
  public:
   MatmulQ4(gpu::KernelCache& kernels, const MatmulConfig& config);
 
-  // Binds W, X [tokens][cols] f32 and Y [tokens][rows] f32 for `tokens` tokens (>= 1). The
+  // Binds W, X [tokens][cols] f32 ([tokens][2 cols] with gated_input) and Y [tokens][rows] f32 for `tokens` tokens (>= 1). The
   // bound group carries its own token count; bind once per distinct count (e.g. prefill chunk).
   // W is the stored matrix: [rows][cols], or [cols][rows] when kmajor.
   Bound bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, uint32_t tokens) const;

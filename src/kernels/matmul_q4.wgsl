@@ -10,6 +10,9 @@
 // KMAJOR: W is stored transposed, [cols][rows] with 32-blocks along the rows (the MLP's
 // down.kquant), so one word holds 8 consecutive rows of one column.
 // ACCUMULATE: Y += W X (residual add) instead of Y = W X.
+// VEC4: the workgroup tiles read as vec4 (see below).
+// GATED_X: X is a [T][2 cols] gate | up tensor and the product uses silu(gate) * up (the MLP's
+// down matmul reading the gate_up output directly).
 
 struct Params {
   rows: u32,
@@ -37,13 +40,31 @@ const MR: u32 = 8u;        // outputs per thread along rows
 override NT = WG_T * WG_R;
 override BT = WG_T * MT;
 override BR = WG_R * MR;
-override XS = BT + 1u;     // padded strides: the transposing stores do not collide
-override WSS = BR + 1u;
 
 #include "q4_block.wgsl"
 
+#if VEC4
+// VEC4: the tiles as vec4, so a thread reads its MT tokens and MR rows with MT / 4 + MR / 4 wide
+// loads (thread tt owns tokens 4 tt .. 4 tt + 3, then 4 (WG_T + tt) .. + 3; rows likewise) instead
+// of MT + MR. Strides padded by one vec4 against store conflicts.
+override XS4 = BT / 4u + 1u;
+override WS4 = BR / 4u + 1u;
+var<workgroup> xs4: array<vec4<f32>, KS * XS4>;
+var<workgroup> ws4: array<vec4<f32>, KS * WS4>;
+fn store_x(kk: u32, tl: u32, v: f32) { xs4[kk * XS4 + tl / 4u][tl % 4u] = v; }
+fn store_w(kk: u32, rl: u32, v: f32) { ws4[kk * WS4 + rl / 4u][rl % 4u] = v; }
+fn token_of(tt: u32, i: u32) -> u32 { return (i / 4u) * 4u * WG_T + 4u * tt + i % 4u; }
+fn row_of(tr: u32, j: u32) -> u32 { return (j / 4u) * 4u * WG_R + 4u * tr + j % 4u; }
+#else
+override XS = BT + 1u;     // padded strides: the transposing stores do not collide
+override WSS = BR + 1u;
 var<workgroup> xs: array<f32, KS * XS>;
 var<workgroup> wsh: array<f32, KS * WSS>;
+fn store_x(kk: u32, tl: u32, v: f32) { xs[kk * XS + tl] = v; }
+fn store_w(kk: u32, rl: u32, v: f32) { wsh[kk * WSS + rl] = v; }
+fn token_of(tt: u32, i: u32) -> u32 { return tt + i * WG_T; }
+fn row_of(tr: u32, j: u32) -> u32 { return tr + j * WG_R; }
+#endif
 
 @compute @workgroup_size(NT)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
@@ -62,8 +83,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
       let t = t0 + tl;
       let k = k0 + kk;
       var v = 0.0;
+#if GATED_X
+      if (t < p.tokens && k < p.cols) {
+        let g = x[2u * t * p.cols + k];
+        v = g / (1.0 + exp(-g)) * x[2u * t * p.cols + p.cols + k];
+      }
+#else
       if (t < p.tokens && k < p.cols) { v = x[t * p.cols + k]; }
-      xs[kk * XS + tl] = v;
+#endif
+      store_x(kk, tl, v);
     }
 #if KMAJOR
     // W tile: word (k, 8 rows) -> wsh[k][8 rows]; rows is a multiple of 32.
@@ -82,8 +110,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         hi = q4_high(word, 8.0) * s;
       }
       for (var i = 0u; i < 4u; i++) {
-        wsh[kk * WSS + rw * 8u + i] = lo[i];
-        wsh[kk * WSS + rw * 8u + 4u + i] = hi[i];
+        store_w(kk, rw * 8u + i, lo[i]);
+        store_w(kk, rw * 8u + 4u + i, hi[i]);
       }
     }
 #else
@@ -102,8 +130,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         hi = q4_high(word, 8.0) * s;
       }
       for (var i = 0u; i < 4u; i++) {
-        wsh[(kw * 8u + i) * WSS + rl] = lo[i];
-        wsh[(kw * 8u + 4u + i) * WSS + rl] = hi[i];
+        store_w(kw * 8u + i, rl, lo[i]);
+        store_w(kw * 8u + 4u + i, rl, hi[i]);
       }
     }
 #endif
@@ -111,8 +139,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     for (var kk = 0u; kk < KS; kk++) {
       var a: array<f32, MT>;
       var b: array<f32, MR>;
+#if VEC4
+      for (var i4 = 0u; i4 < MT / 4u; i4++) {
+        let v = xs4[kk * XS4 + i4 * WG_T + tt];
+        for (var c = 0u; c < 4u; c++) { a[4u * i4 + c] = v[c]; }
+      }
+      for (var j4 = 0u; j4 < MR / 4u; j4++) {
+        let v = ws4[kk * WS4 + j4 * WG_R + tr];
+        for (var c = 0u; c < 4u; c++) { b[4u * j4 + c] = v[c]; }
+      }
+#else
       for (var i = 0u; i < MT; i++) { a[i] = xs[kk * XS + tt + i * WG_T]; }
       for (var j = 0u; j < MR; j++) { b[j] = wsh[kk * WSS + tr + j * WG_R]; }
+#endif
       for (var i = 0u; i < MT; i++) {
         for (var j = 0u; j < MR; j++) { acc[i * MR + j] = fma(a[i], b[j], acc[i * MR + j]); }
       }
@@ -121,10 +160,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   }
 
   for (var j = 0u; j < MR; j++) {
-    let r = r0 + tr + j * WG_R;
+    let r = r0 + row_of(tr, j);
     if (r >= p.rows) { continue; }
     for (var i = 0u; i < MT; i++) {
-      let t = t0 + tt + i * WG_T;
+      let t = t0 + token_of(tt, i);
       if (t >= p.tokens) { continue; }
       let o = t * p.rows + r;
 #if ACCUMULATE

@@ -22,7 +22,7 @@ struct KernelChoices {
   };
   std::map<std::string, Matvec> matvec;  // by shape key: attn_qkv, conv_in_proj, ..., head
   // Prefill matmul geometry by shape key (candidate's prefillMatmul: wgTokens, wgRows, kStep,
-  // micro); absent: matmul_for's default.
+  // micro, vec4); absent: matmul_for's default.
   std::map<std::string, kernels::MatmulGeometry> matmul;
   bool unfused = false;
   bool mlp_pair = false;                 // fused MLP over down.kquant (decode)
@@ -36,7 +36,7 @@ struct KernelChoices {
   bool norm_fuse = true;
   bool gated_gate_up = true;
   bool conv_step_in_proj = true;
-  // Decode attention input: q/k norms, RoPE and the KV append as one dispatch (off with unfused).
+  // Attention input (decode and prefill): q/k norms, RoPE and the KV append as one dispatch (off with unfused).
   bool qk_fuse = true;
   uint32_t padding = 0;                  // extra elements per KV row
   std::vector<formats::FlashOptimum> flash_optima;

@@ -29,7 +29,7 @@ struct Lfm2Model::Ops {
   std::optional<kernels::RmsNorm> norm, q_norm, k_norm;
   std::optional<kernels::Rope> rope;
   std::optional<kernels::KvWrite> kv_write;
-  std::optional<kernels::QkNormRopeKv> qk_norm_rope_kv;  // decode with qk_fuse
+  std::optional<kernels::QkNormRopeKv> qk_norm_rope_kv;  // with qk_fuse (decode and prefill)
   std::optional<kernels::AttentionDecode> attn_decode;
   std::optional<kernels::AttentionPrefill> attn_prefill;
   std::optional<kernels::ShortConv> conv_decode, conv_prefill;
@@ -47,7 +47,7 @@ struct Lfm2Model::Layer {
   kernels::Q4Matrix mix_in, mix_out, gate_up, down;  // mix: conv in/out_proj or attn qkv/o_proj
   std::string mix_in_key, mix_out_key;
   gpu::BindGroup op_norm, ffn_norm, q_norm, k_norm, rope, kv_write, attn_prefill, silu_mul;
-  gpu::BindGroup qk_norm_rope_kv;  // decode with qk_fuse
+  gpu::BindGroup qk_norm_rope_kv;  // with qk_fuse
   kernels::AttentionDecode::Groups attn_decode;
   kernels::ShortConv::Groups conv_decode, conv_prefill;
   kernels::Bound mix_in_mv, mix_out_mv, gate_up_mv, down_mv;  // decode matvecs
@@ -185,8 +185,11 @@ void Lfm2Model::build() {
     if (!o.matvec.count(m.key)) o.matvec.emplace(m.key, kernels::MatvecQ4(kernels, mc));
     // Prefill: the down matmul reads the down copy of this run (k-major kquant under mlp_pair).
     const bool kmajor = choices_.mlp_pair && std::string(m.key) == "mlp_down";
+    // Prefill's down matmul applies silu(gate) * up as it reads the gate_up output (not under unfused).
+    const bool gated_input = !choices_.unfused && std::string(m.key) == "mlp_down";
     if (!m.asymmetric)
       o.matmul.emplace(m.key, kernels::MatmulQ4(kernels, kernels::MatmulConfig{.rows = m.rows, .cols = m.cols, .mode = m.mode, .kmajor = kmajor,
+                                                                               .gated_input = gated_input,
                                                                                .geometry = choices_.matmul_for(m.key, m.rows, C)}));
   }
   choices_.gated_gate_up = gated;
@@ -291,6 +294,7 @@ void Lfm2Model::build() {
 Lfm2Model::~Lfm2Model() = default;
 
 const kernels::MatvecQ4& Lfm2Model::decode_matvec(const std::string& shape_key) const { return ops_->matvec.at(shape_key); }
+const gpu::Kernel& Lfm2Model::prefill_attention_kernel() const { return ops_->attn_prefill->kernel(); }
 const kernels::MatmulConfig& Lfm2Model::prefill_matmul(const std::string& shape_key) const { return ops_->matmul.at(shape_key).config(); }
 
 uint64_t Lfm2Model::decode_weight_bytes() const {
@@ -325,7 +329,8 @@ const Lfm2Model::Chunk& Lfm2Model::chunk_for(uint32_t T) {
     c->mix_in.push_back(o.matmul.at(l.mix_in_key).bind(l.mix_in, {&h_}, attn ? gpu::Binding{&qkv_} : gpu::Binding{&bcx_}, T));
     c->mix_out.push_back(o.matmul.at(l.mix_out_key).bind(l.mix_out, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, {&x_}, T));
     c->gate_up.push_back(o.matmul.at("mlp_gate_up").bind(l.gate_up, {&h_}, {&gu_}, T));
-    c->down.push_back(o.matmul.at("mlp_down").bind(l.down, {&act_}, {&x_}, T));
+    const bool gated_input = o.matmul.at("mlp_down").config().gated_input;
+    c->down.push_back(o.matmul.at("mlp_down").bind(l.down, gated_input ? gpu::Binding{&gu_} : gpu::Binding{&act_}, {&x_}, T));
   }
   c->silu_mul = o.silu_mul->bind({&gu_}, {&act_});
   return *chunks_.emplace(T, std::move(c)).first->second;
@@ -347,7 +352,7 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
     if (decode) o.matvec.at(l.mix_in_key).record(rec, l.mix_in_mv);
     else o.matmul.at(l.mix_in_key).record(rec, chunk->mix_in[i]);
     if (l.type == LayerType::Attention) {
-      if (decode && o.qk_norm_rope_kv) {
+      if (o.qk_norm_rope_kv) {
         o.qk_norm_rope_kv->record(rec, l.qk_norm_rope_kv, T);
       } else {
         o.q_norm->record(rec, l.q_norm, T);
@@ -367,7 +372,7 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
     if (!decode || !l.decode_norm_fused) o.norm->record(rec, l.ffn_norm, T);
     if (!decode) {  // prefill: matrix-matrix whatever the decode MLP is
       o.matmul.at("mlp_gate_up").record(rec, chunk->gate_up[i]);
-      o.silu_mul->record(rec, chunk->silu_mul, T);
+      if (!o.matmul.at("mlp_down").config().gated_input) o.silu_mul->record(rec, chunk->silu_mul, T);
       o.matmul.at("mlp_down").record(rec, chunk->down[i]);
     } else if (choices_.mlp_pair) {
       o.mlp->record(rec, l.mlp);

@@ -76,7 +76,7 @@ std::map<std::string, double> prefill_flops_by_label(const llm::Lfm2Model& model
   }
   int attn = 0;
   for (auto t : s.layer_types) attn += t == formats::LayerType::Attention;
-  out["attention_prefill"] += attn * 2.0 * 2.0 * double(s.heads) * s.head_dim * (double(T) * (T + 1) / 2);
+  out[model.prefill_attention_kernel().label()] += attn * 2.0 * 2.0 * double(s.heads) * s.head_dim * (double(T) * (T + 1) / 2);
   return out;
 }
 

@@ -9,7 +9,7 @@
 namespace ember::tune {
 
 nlohmann::json matmul_geometry_json(const kernels::MatmulGeometry& g) {
-  return {{"wgTokens", g.wg_tokens}, {"wgRows", g.wg_rows}, {"kStep", g.k_step}, {"micro", g.micro}};
+  return {{"wgTokens", g.wg_tokens}, {"wgRows", g.wg_rows}, {"kStep", g.k_step}, {"micro", g.micro}, {"vec4", g.vec4}};
 }
 
 double MatmulShapeResult::best_tflops() const { return best_us > 0 ? 2.0 * shape.rows * shape.cols * tokens / (best_us * 1e6) : 0; }
@@ -28,11 +28,12 @@ std::vector<kernels::MatmulGeometry> matmul_space(const gpu::Device& device, con
                                                    {32, 32}, {4, 16}, {16, 4}, {4, 32}, {32, 4}, {4, 8},  {8, 4},  {4, 4}};
   for (uint32_t ks : {16u, 32u, 8u})
     for (uint32_t micro : {8u, 4u})
-      for (auto [wt, wr] : threads) {
-        kernels::MatmulGeometry g{wt, wr, ks, micro};
-        if (!kernels::matmul_geometry_fits(g, device.limits())) continue;
-        if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
-      }
+      for (auto [wt, wr] : threads)
+        for (bool vec4 : {true, false}) {
+          kernels::MatmulGeometry g{wt, wr, ks, micro, vec4};
+          if (!kernels::matmul_geometry_fits(g, device.limits())) continue;
+          if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
+        }
   return out;
 }
 

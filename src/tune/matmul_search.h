@@ -27,14 +27,15 @@ struct MatmulShapeResult {
 };
 
 // Geometries the kernel accepts on this device: wg tokens x rows in {4, 8, 16, 32} (at most the
-// invocation limit), K step {8, 16, 32} within workgroup memory, micro 8 and 4; `first` in front.
+// invocation limit), K step {8, 16, 32} within workgroup memory, micro 8 and 4, vec4 tiles or
+// not; `first` in front.
 std::vector<kernels::MatmulGeometry> matmul_space(const gpu::Device& device, const std::vector<kernels::MatmulGeometry>& first);
 
 MatmulShapeResult search_matmul(gpu::KernelCache& kernels, KernelTimer& timer, const MatrixShape& shape, const kernels::Q4Matrix& w,
                                 bool kmajor, uint32_t tokens, const std::vector<kernels::MatmulGeometry>& space,
                                 Clock::time_point deadline);
 
-// The candidate's field: {"mlp_gate_up": {"wgTokens": 16, "wgRows": 16, "kStep": 16, "micro": 8}, ...}.
+// The candidate's field: {"mlp_gate_up": {"wgTokens": 16, "wgRows": 16, "kStep": 16, "micro": 8, "vec4": true}, ...}.
 nlohmann::json matmul_geometry_json(const kernels::MatmulGeometry& g);
 
 }  // namespace ember::tune

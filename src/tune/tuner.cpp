@@ -273,7 +273,8 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
   if (!res.prefill.empty()) {
     formats::OrderedJson pm = formats::OrderedJson::object();
     for (const auto& r : res.prefill)
-      pm[r.shape.key] = {{"wgTokens", r.best.wg_tokens}, {"wgRows", r.best.wg_rows}, {"kStep", r.best.k_step}, {"micro", r.best.micro}};
+      pm[r.shape.key] = {{"wgTokens", r.best.wg_tokens}, {"wgRows", r.best.wg_rows}, {"kStep", r.best.k_step}, {"micro", r.best.micro},
+                         {"vec4", r.best.vec4}};
     c.extra["prefillMatmul"] = pm;
   }
   if (res.norm && !res.norm->budget_hit) c.extra["normFuse"] = res.norm->norm_fuse;
