@@ -1,13 +1,12 @@
 // matmul_q4.wgsl against the CPU reference: tiles that do not divide rows or tokens, both output
-// modes, both weight layouts (row-major and the k-major down.kquant), several geometries, the
-// gated (silu(gate) * up) input, and seed-like prefill shapes.
+// modes, both weight layouts (row-major and the k-major down.kquant), several geometries, and
+// seed-like prefill shapes.
 #include <gtest/gtest.h>
 
 #include "common/error.h"
 #include "gpu/recorder.h"
 #include "kernels/matmul_q4.h"
 #include "q4_gpu.h"
-#include "reference/llm_ops_reference.h"
 
 using namespace ember;
 
@@ -15,9 +14,8 @@ namespace {
 
 using kernels::MatmulGeometry;
 
-// gated: X is uploaded as [tokens][2 cols] gate | up and the reference multiplies silu(gate) * up.
 double run_matmul(uint32_t rows, uint32_t cols, uint32_t tokens, kernels::OutputMode mode, MatmulGeometry g, uint32_t seed,
-                  bool kmajor = false, bool gated = false) {
+                  bool kmajor = false) {
   auto& dev = test::test_device();
   auto w32 = test::random_floats(size_t(rows) * cols, seed);
   // k-major: the stored matrix is W transposed, quantized along the outputs; the reference uses
@@ -25,8 +23,8 @@ double run_matmul(uint32_t rows, uint32_t cols, uint32_t tokens, kernels::Output
   auto host = kmajor ? reference::quantize_q4_kmajor(w32, rows, cols) : reference::quantize_q4_symmetric(w32, rows, cols);
   auto wd = reference::dequantize_q4(host);
   if (kmajor) wd = reference::transpose(wd, cols, rows);
-  auto x = test::random_floats(size_t(tokens) * cols * (gated ? 2 : 1), seed + 1000);
-  auto ref = reference::matmul(wd, rows, cols, gated ? reference::silu_mul(x, tokens, cols) : x, tokens);
+  auto x = test::random_floats(size_t(tokens) * cols, seed + 1000);
+  auto ref = reference::matmul(wd, rows, cols, x, tokens);
   std::vector<float> y0(size_t(tokens) * rows, test::kPoison);
   if (mode == kernels::OutputMode::accumulate) {
     y0 = test::random_floats(y0.size(), seed + 2000);
@@ -35,7 +33,7 @@ double run_matmul(uint32_t rows, uint32_t cols, uint32_t tokens, kernels::Output
   auto w = test::upload_q4(host);
   gpu::Buffer xb = test::upload_floats(x, "x");
   gpu::Buffer yb = test::upload_floats(y0, "y");
-  kernels::MatmulQ4 mm(test::test_kernels(), {.rows = rows, .cols = cols, .mode = mode, .kmajor = kmajor, .gated_input = gated, .geometry = g});
+  kernels::MatmulQ4 mm(test::test_kernels(), {.rows = rows, .cols = cols, .mode = mode, .kmajor = kmajor, .geometry = g});
   auto bound = mm.bind(w.matrix, {&xb}, {&yb}, tokens);
   gpu::Recorder rec(dev);
   mm.record(rec, bound);
@@ -77,14 +75,6 @@ TEST(MatmulQ4, SeedLikePrefillShapes) {
   EXPECT_LT(run_matmul(1024, 1024, 37, kernels::OutputMode::accumulate, {}, 7), test::kF32Tolerance);
   EXPECT_LT(run_matmul(1024, 2560, 37, kernels::OutputMode::accumulate, {}, 8, /*kmajor=*/true), test::kF32Tolerance);
   EXPECT_LT(run_matmul(1024, 2560, 37, kernels::OutputMode::accumulate, {16, 16, 16, 8, true}, 9, /*kmajor=*/true), test::kF32Tolerance);
-}
-
-// The MLP's down matmul reading the gate_up output: silu(gate) * up on the way in, both layouts.
-TEST(MatmulQ4, GatedInputMatchesReference) {
-  for (bool kmajor : {false, true})
-    for (const auto& g : {MatmulGeometry{}, MatmulGeometry{4, 6, 16, 4, true}})
-      EXPECT_LT(run_matmul(96, 160, 37, kernels::OutputMode::accumulate, g, kmajor ? 41 : 40, kmajor, /*gated=*/true), test::kF32Tolerance)
-          << (kmajor ? "k-major " : "") << kernels::matmul_geometry_name(g);
 }
 
 TEST(MatmulQ4, RejectsBadGeometriesAndShapes) {

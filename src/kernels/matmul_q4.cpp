@@ -56,7 +56,6 @@ MatmulQ4::MatmulQ4(gpu::KernelCache& kernels, const MatmulConfig& config) : kern
   if (config.kmajor) key.defines.insert("KMAJOR");
   if (g.micro == 4) key.defines.insert("MICRO4");
   if (g.vec4) key.defines.insert("VEC4");
-  if (config.gated_input) key.defines.insert("GATED_X");
   kernel_ = &kernels.get(key);
 }
 
@@ -65,7 +64,7 @@ Bound MatmulQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, uint32_t
   if (tokens == 0) throw Error("token count is 0", where, "bind at least one token");
   if (config_.kmajor) check_q4_matrix(w, config_.cols, config_.rows, false, where);
   else check_q4_matrix(w, config_.rows, config_.cols, false, where);
-  require_binding(x, uint64_t(tokens) * config_.cols * (config_.gated_input ? 8 : 4), "x", where);
+  require_binding(x, uint64_t(tokens) * config_.cols * 4, "x", where);
   require_binding(y, uint64_t(tokens) * config_.rows * 4, "y", where);
   const uint32_t max_dim = kernels_.device().limits().maxComputeWorkgroupsPerDimension;
   const MatmulGeometry& g = config_.geometry;

@@ -32,9 +32,6 @@ struct MatmulConfig {
   // true: W stored transposed, [cols][rows] with 32-blocks along rows (rows a multiple of 32):
   // the MLP's down.kquant, which is the down weight of a run with the fused decode MLP.
   bool kmajor = false;
-  // X is [tokens][2 cols], gate | up, and the product uses silu(gate) * up: the MLP's down matmul
-  // reading the gate_up output (no separate silu_mul pass).
-  bool gated_input = false;
   MatmulGeometry geometry{};
 };
 
@@ -42,7 +39,7 @@ class MatmulQ4 {
  public:
   MatmulQ4(gpu::KernelCache& kernels, const MatmulConfig& config);
 
-  // Binds W, X [tokens][cols] f32 ([tokens][2 cols] with gated_input) and Y [tokens][rows] f32 for `tokens` tokens (>= 1). The
+  // Binds W, X [tokens][cols] f32 and Y [tokens][rows] f32 for `tokens` tokens (>= 1). The
   // bound group carries its own token count; bind once per distinct count (e.g. prefill chunk).
   // W is the stored matrix: [rows][cols], or [cols][rows] when kmajor.
   Bound bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, uint32_t tokens) const;

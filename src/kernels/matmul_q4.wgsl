@@ -11,8 +11,6 @@
 // down.kquant), so one word holds 8 consecutive rows of one column.
 // ACCUMULATE: Y += W X (residual add) instead of Y = W X.
 // VEC4: the workgroup tiles read as vec4 (see below).
-// GATED_X: X is a [T][2 cols] gate | up tensor and the product uses silu(gate) * up (the MLP's
-// down matmul reading the gate_up output directly).
 
 struct Params {
   rows: u32,
@@ -83,14 +81,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
       let t = t0 + tl;
       let k = k0 + kk;
       var v = 0.0;
-#if GATED_X
-      if (t < p.tokens && k < p.cols) {
-        let g = x[2u * t * p.cols + k];
-        v = g / (1.0 + exp(-g)) * x[2u * t * p.cols + p.cols + k];
-      }
-#else
       if (t < p.tokens && k < p.cols) { v = x[t * p.cols + k]; }
-#endif
       store_x(kk, tl, v);
     }
 #if KMAJOR

@@ -185,11 +185,8 @@ void Lfm2Model::build() {
     if (!o.matvec.count(m.key)) o.matvec.emplace(m.key, kernels::MatvecQ4(kernels, mc));
     // Prefill: the down matmul reads the down copy of this run (k-major kquant under mlp_pair).
     const bool kmajor = choices_.mlp_pair && std::string(m.key) == "mlp_down";
-    // Prefill's down matmul applies silu(gate) * up as it reads the gate_up output (not under unfused).
-    const bool gated_input = !choices_.unfused && std::string(m.key) == "mlp_down";
     if (!m.asymmetric)
       o.matmul.emplace(m.key, kernels::MatmulQ4(kernels, kernels::MatmulConfig{.rows = m.rows, .cols = m.cols, .mode = m.mode, .kmajor = kmajor,
-                                                                               .gated_input = gated_input,
                                                                                .geometry = choices_.matmul_for(m.key, m.rows, C)}));
   }
   choices_.gated_gate_up = gated;
@@ -329,8 +326,7 @@ const Lfm2Model::Chunk& Lfm2Model::chunk_for(uint32_t T) {
     c->mix_in.push_back(o.matmul.at(l.mix_in_key).bind(l.mix_in, {&h_}, attn ? gpu::Binding{&qkv_} : gpu::Binding{&bcx_}, T));
     c->mix_out.push_back(o.matmul.at(l.mix_out_key).bind(l.mix_out, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, {&x_}, T));
     c->gate_up.push_back(o.matmul.at("mlp_gate_up").bind(l.gate_up, {&h_}, {&gu_}, T));
-    const bool gated_input = o.matmul.at("mlp_down").config().gated_input;
-    c->down.push_back(o.matmul.at("mlp_down").bind(l.down, gated_input ? gpu::Binding{&gu_} : gpu::Binding{&act_}, {&x_}, T));
+    c->down.push_back(o.matmul.at("mlp_down").bind(l.down, {&act_}, {&x_}, T));
   }
   c->silu_mul = o.silu_mul->bind({&gu_}, {&act_});
   return *chunks_.emplace(T, std::move(c)).first->second;
@@ -372,7 +368,7 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
     if (!decode || !l.decode_norm_fused) o.norm->record(rec, l.ffn_norm, T);
     if (!decode) {  // prefill: matrix-matrix whatever the decode MLP is
       o.matmul.at("mlp_gate_up").record(rec, chunk->gate_up[i]);
-      if (!o.matmul.at("mlp_down").config().gated_input) o.silu_mul->record(rec, chunk->silu_mul, T);
+      o.silu_mul->record(rec, chunk->silu_mul, T);
       o.matmul.at("mlp_down").record(rec, chunk->down[i]);
     } else if (choices_.mlp_pair) {
       o.mlp->record(rec, l.mlp);
