@@ -10,7 +10,7 @@
 // KMAJOR: W is stored transposed, [cols][rows] with 32-blocks along the rows (the MLP's
 // down.kquant), so one word holds 8 consecutive rows of one column.
 // ACCUMULATE: Y += W X (residual add) instead of Y = W X.
-// VEC4: the workgroup tiles read as vec4 (see below).
+// VEC4: the workgroup tiles read as vec4 (matmul_tiles.wgsl).
 
 struct Params {
   rows: u32,
@@ -40,29 +40,7 @@ override BT = WG_T * MT;
 override BR = WG_R * MR;
 
 #include "q4_block.wgsl"
-
-#if VEC4
-// VEC4: the tiles as vec4, so a thread reads its MT tokens and MR rows with MT / 4 + MR / 4 wide
-// loads (thread tt owns tokens 4 tt .. 4 tt + 3, then 4 (WG_T + tt) .. + 3; rows likewise) instead
-// of MT + MR. Strides padded by one vec4 against store conflicts.
-override XS4 = BT / 4u + 1u;
-override WS4 = BR / 4u + 1u;
-var<workgroup> xs4: array<vec4<f32>, KS * XS4>;
-var<workgroup> ws4: array<vec4<f32>, KS * WS4>;
-fn store_x(kk: u32, tl: u32, v: f32) { xs4[kk * XS4 + tl / 4u][tl % 4u] = v; }
-fn store_w(kk: u32, rl: u32, v: f32) { ws4[kk * WS4 + rl / 4u][rl % 4u] = v; }
-fn token_of(tt: u32, i: u32) -> u32 { return (i / 4u) * 4u * WG_T + 4u * tt + i % 4u; }
-fn row_of(tr: u32, j: u32) -> u32 { return (j / 4u) * 4u * WG_R + 4u * tr + j % 4u; }
-#else
-override XS = BT + 1u;     // padded strides: the transposing stores do not collide
-override WSS = BR + 1u;
-var<workgroup> xs: array<f32, KS * XS>;
-var<workgroup> wsh: array<f32, KS * WSS>;
-fn store_x(kk: u32, tl: u32, v: f32) { xs[kk * XS + tl] = v; }
-fn store_w(kk: u32, rl: u32, v: f32) { wsh[kk * WSS + rl] = v; }
-fn token_of(tt: u32, i: u32) -> u32 { return tt + i * WG_T; }
-fn row_of(tr: u32, j: u32) -> u32 { return tr + j * WG_R; }
-#endif
+#include "matmul_tiles.wgsl"
 
 @compute @workgroup_size(NT)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {

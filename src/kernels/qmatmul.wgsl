@@ -11,6 +11,7 @@
 // SPLIT_K: workgroup z sums only columns [z k_chunk, (z+1) k_chunk) and writes that partial (plus
 // b for z = 0) to y as [z][tokens][rows]; qmatmul_split_sum.wgsl then adds the partials and
 // applies the epilogue. For matrices whose few output tiles would leave SMs idle for a long K.
+// VEC4: the workgroup tiles read as vec4 (matmul_tiles.wgsl); the default geometry's choice.
 #include "qmatmul_params.wgsl"
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -34,29 +35,8 @@ const MR: u32 = 8u;        // outputs per thread along rows
 override NT = WG_T * WG_R;
 override BT = WG_T * MT;
 override BR = WG_R * MR;
-override XS = BT + 1u;        // padded strides: the transposing stores do not collide
-override WSS = BR + 1u;
 
-#if VEC4
-// VEC4: workgroup tiles as vec4 so a thread reads its 8 tokens and 8 rows with 4 wide loads
-// (thread tt owns tokens 4tt..4tt+3 and 4(WG_T+tt)..+3; rows likewise): 4 loads per 64 FMAs
-// instead of 16. Strides padded by one vec4 against store conflicts.
-override XS4 = BT / 4u + 1u;
-override WS4 = BR / 4u + 1u;
-var<workgroup> xs4: array<vec4<f32>, KS * XS4>;
-var<workgroup> ws4: array<vec4<f32>, KS * WS4>;
-fn store_x(kk: u32, tl: u32, v: f32) { xs4[kk * XS4 + tl / 4u][tl % 4u] = v; }
-fn store_w(kk: u32, rl: u32, v: f32) { ws4[kk * WS4 + rl / 4u][rl % 4u] = v; }
-fn token_of(tt: u32, i: u32) -> u32 { return (i / 4u) * 4u * WG_T + 4u * tt + i % 4u; }
-fn row_of(tr: u32, j: u32) -> u32 { return (j / 4u) * 4u * WG_R + 4u * tr + j % 4u; }
-#else
-var<workgroup> xs: array<f32, KS * XS>;
-var<workgroup> wsh: array<f32, KS * WSS>;
-fn store_x(kk: u32, tl: u32, v: f32) { xs[kk * XS + tl] = v; }
-fn store_w(kk: u32, rl: u32, v: f32) { wsh[kk * WSS + rl] = v; }
-fn token_of(tt: u32, i: u32) -> u32 { return tt + i * WG_T; }
-fn row_of(tr: u32, j: u32) -> u32 { return tr + j * WG_R; }
-#endif
+#include "matmul_tiles.wgsl"
 
 #include "activation_fns.wgsl"
 #if !SPLIT_K
