@@ -22,6 +22,11 @@ AttentionParams params_of(const AttentionConfig& c) {
   return {c.heads, c.kv_heads, c.head_dim, c.head_dim + c.padding, c.q_stride, c.q_offset, c.scale, c.seq_stride};
 }
 
+// The quad kernels read q and cache rows as vec4.
+bool rows_aligned(const AttentionParams& p) {
+  return p.row % 4 == 0 && p.q_stride % 4 == 0 && p.q_offset % 4 == 0 && p.seq_stride % 4 == 0;
+}
+
 }  // namespace
 
 AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfig& config)
@@ -39,8 +44,7 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
   gpu::KernelKey direct = key;
   // Head size 64 on 16-byte aligned rows: the quad kernel (a key per 4 lanes, dims in registers).
   const gpu::Device& device = kernels.device();
-  const AttentionParams ap = params_of(config_);
-  const bool aligned = ap.row % 4 == 0 && ap.q_stride % 4 == 0 && ap.q_offset % 4 == 0 && ap.seq_stride % 4 == 0;
+  const bool aligned = rows_aligned(params_of(config_));
   const uint32_t sg_min = device.subgroup_size(), sg_max = device.adapter().subgroup_max;
   if (config_.subgroups && config_.head_dim == 64 && aligned && wg >= std::max(16u, sg_max) && sg_min % 4 == 0) {
     key.file = direct.file = "attention_decode_quad.wgsl";
@@ -106,9 +110,7 @@ AttentionPrefill::AttentionPrefill(gpu::KernelCache& kernels, const AttentionCon
     throw Error("subgroup variant requested but the device has no subgroups", "AttentionPrefill",
                 "use the shared variant");
   // Head size 64 on 16-byte aligned rows with subgroups: the quad kernel (4 queries per 4 lanes).
-  const AttentionParams ap = params_of(config_);
-  const bool aligned = ap.row % 4 == 0 && ap.q_stride % 4 == 0 && ap.q_offset % 4 == 0;
-  const bool quad = config_.subgroups && config_.head_dim == 64 && aligned && kernels.device().subgroup_size() % 4 == 0;
+  const bool quad = config_.subgroups && config_.head_dim == 64 && rows_aligned(params_of(config_)) && kernels.device().subgroup_size() % 4 == 0;
   if (quad && bq % 4 != 0) throw Error("query_tile must be a multiple of 4 for the quad kernel", "AttentionPrefill");
   kernel_ = &kernels.get({.file = quad ? "attention_prefill_quad.wgsl" : "attention_prefill.wgsl",
                           .constants = {{"BQ", bq}, {"BK", bk}}});
