@@ -162,6 +162,11 @@ INSTANTIATE_TEST_SUITE_P(
                                                         {"mlp_gate_up", {{"wgTokens", 8}, {"wgRows", 2}, {"kStep", 8}}},
                                                         {"attn_qkv", {{"wgTokens", 2}, {"wgRows", 16}, {"kStep", 16}}},
                                                         {"conv_in_proj", {{"wgTokens", 8}, {"wgRows", 8}, {"kStep", 16}, {"micro", 4}}}}}}},
+                      CandidateCase{"prefill_split_k",
+                                    {{"prefillMatmul", {{"mlp_down", {{"wgTokens", 4}, {"wgRows", 8}, {"kStep", 16}, {"kSplits", 2}}},
+                                                        {"mlp_gate_up", {{"wgTokens", 8}, {"wgRows", 4}, {"kStep", 8}, {"kSplits", 3}}},
+                                                        {"attn_o_proj", {{"wgTokens", 4}, {"wgRows", 4}, {"kStep", 32}, {"micro", 4}, {"vec4", true}, {"kSplits", 4}}},
+                                                        {"conv_out_proj", {{"wgTokens", 8}, {"wgRows", 8}, {"kStep", 16}, {"kSplits", 2}}}}}}},
                       CandidateCase{"norm_fuse_off", {{"normFuse", false}}},
                       CandidateCase{"mlp_pair_norm_fuse_off", {{"mlpPair", true}, {"mlpSlices", 7}, {"mlpWorkgroup", 64}, {"normFuse", false}}}),
     [](const auto& info) { return std::string(info.param.name); });

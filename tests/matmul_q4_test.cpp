@@ -34,7 +34,10 @@ double run_matmul(uint32_t rows, uint32_t cols, uint32_t tokens, kernels::Output
   gpu::Buffer xb = test::upload_floats(x, "x");
   gpu::Buffer yb = test::upload_floats(y0, "y");
   kernels::MatmulQ4 mm(test::test_kernels(), {.rows = rows, .cols = cols, .mode = mode, .kmajor = kmajor, .geometry = g});
-  auto bound = mm.bind(w.matrix, {&xb}, {&yb}, tokens);
+  // Split-K partials, poisoned: every value the sum reads must have been written.
+  const uint64_t split = kernels::matmul_split_floats(mm.config(), tokens);
+  gpu::Buffer pb = test::upload_floats(std::vector<float>(std::max<uint64_t>(split, 1), test::kPoison), "partials");
+  auto bound = mm.bind(w.matrix, {&xb}, {&yb}, tokens, {&pb});
   gpu::Recorder rec(dev);
   mm.record(rec, bound);
   rec.submit();
@@ -42,8 +45,11 @@ double run_matmul(uint32_t rows, uint32_t cols, uint32_t tokens, kernels::Output
 }
 
 // Scalar and vec4 tiles; with vec4, odd thread counts put a thread's runs of 4 across tile edges.
+// Split-K: 2 and 3 chunks (uneven: the last chunk is shorter, or K has fewer 32-blocks than
+// splits) and a split whose chunk is the K step.
 const std::vector<MatmulGeometry> kGeometries{{16, 16, 16}, {4, 8, 32}, {8, 2, 8}, {4, 6, 16, 4},
-                                              {16, 16, 16, 8, true}, {3, 5, 8, 8, true}, {4, 6, 16, 4, true}};
+                                              {16, 16, 16, 8, true}, {3, 5, 8, 8, true}, {4, 6, 16, 4, true},
+                                              {8, 4, 16, 8, false, 2}, {4, 6, 8, 4, true, 3}, {4, 4, 32, 8, false, 16}};
 
 }  // namespace
 
@@ -75,6 +81,7 @@ TEST(MatmulQ4, SeedLikePrefillShapes) {
   EXPECT_LT(run_matmul(1024, 1024, 37, kernels::OutputMode::accumulate, {}, 7), test::kF32Tolerance);
   EXPECT_LT(run_matmul(1024, 2560, 37, kernels::OutputMode::accumulate, {}, 8, /*kmajor=*/true), test::kF32Tolerance);
   EXPECT_LT(run_matmul(1024, 2560, 37, kernels::OutputMode::accumulate, {16, 16, 16, 8, true}, 9, /*kmajor=*/true), test::kF32Tolerance);
+  EXPECT_LT(run_matmul(1024, 2560, 37, kernels::OutputMode::accumulate, {8, 32, 16, 4, true, 2}, 10), test::kF32Tolerance);
 }
 
 TEST(MatmulQ4, RejectsBadGeometriesAndShapes) {
@@ -86,6 +93,8 @@ TEST(MatmulQ4, RejectsBadGeometriesAndShapes) {
   EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 40, .cols = 64, .kmajor = true}), Error);
   EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 8, .cols = 64, .geometry = {.micro = 2}}), Error);
   EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 64, .cols = 64, .kmajor = true, .geometry = {.wg_rows = 3, .micro = 4}}), Error);
+  EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 8, .cols = 64, .geometry = {.k_splits = 0}}), Error);
+  EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 8, .cols = 64, .geometry = {.k_splits = 17}}), Error);
   kernels::MatmulQ4 mm(k, {.rows = 8, .cols = 64});
   auto w = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(8 * 64, 1), 8, 64));
   gpu::Buffer x = test::upload_floats(std::vector<float>(64 * 2), "x");
@@ -93,6 +102,11 @@ TEST(MatmulQ4, RejectsBadGeometriesAndShapes) {
   EXPECT_NO_THROW(mm.bind(w.matrix, {&x}, {&y}, 2));
   EXPECT_THROW(mm.bind(w.matrix, {&x}, {&y}, 3), Error);  // x too small for 3 tokens
   EXPECT_THROW(mm.bind(w.matrix, {&x}, {&y}, 0), Error);
+  kernels::MatmulQ4 split(k, {.rows = 8, .cols = 64, .geometry = {.k_splits = 2}});
+  EXPECT_EQ(kernels::matmul_split_floats(split.config(), 2), 2u * 2 * 8);
+  EXPECT_THROW(split.bind(w.matrix, {&x}, {&y}, 2), Error);             // split-K without its partials
+  EXPECT_THROW(split.bind(w.matrix, {&x}, {&y}, 2, {&y}), Error);       // partials too small (16 floats < 32)
+  EXPECT_NO_THROW(split.bind(w.matrix, {&x}, {&y}, 2, {&x}));
   kernels::MatmulQ4 km(k, {.rows = 32, .cols = 64, .kmajor = true});
   EXPECT_THROW(km.bind(w.matrix, {&x}, {&x}, 2), Error);  // the stored shape must be [cols][rows] = 64x32
 }

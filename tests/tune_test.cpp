@@ -220,12 +220,17 @@ TEST(Tune, PrefillMatmulSearchKeepsOnlyMatchingGeometries) {
     auto w = test::upload_q4(host);
     std::vector<kernels::MatmulGeometry> space{{4, 8, 8}, {8, 4, 32}, {16, 16, 16}};
     auto r = tune::search_matmul(test::test_kernels(), timer, s, w.matrix, kmajor, 37, space, tune::Clock::now() + std::chrono::seconds(600));
-    EXPECT_EQ(r.tried, 3) << kmajor;  // the default (16x16k16) once, then the two others
+    // The default (16x16k16) once, the two others, then split-K 2 and 4 on all three: every one
+    // matches the reference (none rejected).
+    EXPECT_EQ(r.tried, 9) << kmajor;
     EXPECT_EQ(r.rejected, 0) << kmajor;
     EXPECT_EQ(r.invalid, 0) << kmajor;
     EXPECT_GT(r.reference_us, 0);
     EXPECT_LE(r.best_us, r.reference_us);
-    EXPECT_TRUE(std::find(space.begin(), space.end(), r.best) != space.end());
+    kernels::MatmulGeometry unsplit = r.best;
+    unsplit.k_splits = 1;
+    EXPECT_TRUE(std::find(space.begin(), space.end(), unsplit) != space.end());
+    EXPECT_TRUE(r.best.k_splits == 1 || r.best.k_splits == 2 || r.best.k_splits == 4) << r.best.k_splits;
   }
   auto all = tune::matmul_space(dev, {});
   EXPECT_FALSE(all.empty());

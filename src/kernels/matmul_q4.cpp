@@ -7,14 +7,45 @@ namespace {
 
 // Mirrors `Params` in matmul_q4.wgsl.
 struct MatmulParams {
-  uint32_t rows, cols, tokens, pad;
+  uint32_t rows, cols, tokens, k_chunk;
 };
 static_assert(sizeof(MatmulParams) == 16);
+
+// Mirrors `Params` in matmul_q4_split_sum.wgsl.
+struct SplitSumParams {
+  uint32_t n, splits, pad0, pad1;
+};
+static_assert(sizeof(SplitSumParams) == 16);
+
+constexpr uint32_t kSumWorkgroup = 256;
+constexpr uint32_t kMaxSplits = 16;  // beyond that the scratch outgrows any gain
+
+// Columns per split: whole 32-blocks (a multiple of every K step).
+uint32_t split_chunk(uint32_t cols, uint32_t k_splits) {
+  const uint32_t blocks = (cols + 31) / 32;
+  return 32 * ((blocks + k_splits - 1) / k_splits);
+}
+uint32_t split_count(uint32_t cols, uint32_t k_splits) {
+  const uint32_t chunk = split_chunk(cols, k_splits);
+  return (cols + chunk - 1) / chunk;
+}
 
 }  // namespace
 
 std::string matmul_geometry_name(const MatmulGeometry& g) {
-  return std::to_string(g.wg_tokens) + "x" + std::to_string(g.wg_rows) + "k" + std::to_string(g.k_step) + (g.micro == 4 ? "m4" : "") + (g.vec4 ? "v4" : "");
+  std::string name = std::to_string(g.wg_tokens) + "x" + std::to_string(g.wg_rows) + "k" + std::to_string(g.k_step);
+  if (g.micro == 4) name += "m4";
+  if (g.vec4) name += "v4";
+  if (g.k_splits > 1) {
+    name += 's';
+    name += std::to_string(g.k_splits);
+  }
+  return name;
+}
+
+uint64_t matmul_split_floats(const MatmulConfig& config, uint32_t tokens) {
+  if (config.geometry.k_splits <= 1) return 0;
+  return uint64_t(split_count(config.cols, config.geometry.k_splits)) * tokens * config.rows;
 }
 
 namespace {
@@ -27,7 +58,8 @@ uint64_t shared_bytes(const MatmulGeometry& g) {
 
 bool matmul_geometry_fits(const MatmulGeometry& g, const WGPULimits& lim) {
   const uint64_t threads = uint64_t(g.wg_tokens) * g.wg_rows;
-  return threads >= 1 && (g.k_step == 8 || g.k_step == 16 || g.k_step == 32) && (g.micro == 8 || g.micro == 4) && threads <= lim.maxComputeInvocationsPerWorkgroup &&
+  return threads >= 1 && (g.k_step == 8 || g.k_step == 16 || g.k_step == 32) && (g.micro == 8 || g.micro == 4) && g.k_splits >= 1 &&
+         g.k_splits <= kMaxSplits && threads <= lim.maxComputeInvocationsPerWorkgroup &&
          threads <= lim.maxComputeWorkgroupSizeX && shared_bytes(g) <= lim.maxComputeWorkgroupStorageSize;
 }
 
@@ -41,8 +73,10 @@ MatmulQ4::MatmulQ4(gpu::KernelCache& kernels, const MatmulConfig& config) : kern
                               : "rows >= 1 and cols a positive multiple of 32");
   const MatmulGeometry& g = config.geometry;
   const std::string name = matmul_geometry_name(g);
-  if (g.wg_tokens == 0 || g.wg_rows == 0 || (g.k_step != 8 && g.k_step != 16 && g.k_step != 32) || (g.micro != 8 && g.micro != 4))
-    throw Error("geometry " + name + " is not supported", where, "use positive thread counts, a K step of 8, 16 or 32 and micro 4 or 8");
+  if (g.wg_tokens == 0 || g.wg_rows == 0 || (g.k_step != 8 && g.k_step != 16 && g.k_step != 32) || (g.micro != 8 && g.micro != 4) ||
+      g.k_splits == 0 || g.k_splits > kMaxSplits)
+    throw Error("geometry " + name + " is not supported", where,
+                "use positive thread counts, a K step of 8, 16 or 32, micro 4 or 8 and 1 to " + std::to_string(kMaxSplits) + " K splits");
   if (!matmul_geometry_fits(g, kernels.device().limits()))
     throw Error("geometry " + name + " needs " + std::to_string(uint64_t(g.wg_tokens) * g.wg_rows) + " threads and " +
                     std::to_string(shared_bytes(g)) +
@@ -52,14 +86,21 @@ MatmulQ4::MatmulQ4(gpu::KernelCache& kernels, const MatmulConfig& config) : kern
     throw Error("geometry " + name + " has " + std::to_string(g.tile_rows()) + " rows per tile", where,
                 "k-major weights need a multiple of 8 rows per tile (one word): use an even wg_rows");
   gpu::KernelKey key{.file = "matmul_q4.wgsl", .constants = {{"WG_T", g.wg_tokens}, {"WG_R", g.wg_rows}, {"KS", g.k_step}}};
-  if (config.mode == OutputMode::accumulate) key.defines.insert("ACCUMULATE");
+  const bool split = g.k_splits > 1;
+  if (split) key.defines.insert("SPLIT_K");
+  else if (config.mode == OutputMode::accumulate) key.defines.insert("ACCUMULATE");
   if (config.kmajor) key.defines.insert("KMAJOR");
   if (g.micro == 4) key.defines.insert("MICRO4");
   if (g.vec4) key.defines.insert("VEC4");
   kernel_ = &kernels.get(key);
+  if (split) {
+    gpu::KernelKey sum{.file = "matmul_q4_split_sum.wgsl", .constants = {{"WG", kSumWorkgroup}}};
+    if (config.mode == OutputMode::accumulate) sum.defines.insert("ACCUMULATE");
+    sum_kernel_ = &kernels.get(sum);
+  }
 }
 
-Bound MatmulQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, uint32_t tokens) const {
+MatmulBound MatmulQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, uint32_t tokens, gpu::Binding partials) const {
   const std::string where = kernel_->label();
   if (tokens == 0) throw Error("token count is 0", where, "bind at least one token");
   if (config_.kmajor) check_q4_matrix(w, config_.cols, config_.rows, false, where);
@@ -73,16 +114,32 @@ Bound MatmulQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, uint32_t
   if (gx > max_dim || gy > max_dim)
     throw Error("grid " + std::to_string(gx) + "x" + std::to_string(gy) + " exceeds maxComputeWorkgroupsPerDimension", where,
                 "use larger tiles or fewer tokens per call");
-  Bound b;
-  b.params = kernels_.device().create_uniform(MatmulParams{config_.rows, config_.cols, tokens, 0}, "matmul_q4 params");
-  b.group = kernels_.bind(*kernel_, {w.quant, w.scales, x, y, {&b.params}});
-  b.groups_x = static_cast<uint32_t>(gx);
-  b.groups_y = static_cast<uint32_t>(gy);
+  const bool split = sum_kernel_ != nullptr;
+  const uint32_t chunk = split ? split_chunk(config_.cols, g.k_splits) : config_.cols;
+  MatmulBound b;
+  b.product.params = kernels_.device().create_uniform(MatmulParams{config_.rows, config_.cols, tokens, chunk}, "matmul_q4 params");
+  b.product.groups_x = static_cast<uint32_t>(gx);
+  b.product.groups_y = static_cast<uint32_t>(gy);
+  if (!split) {
+    b.product.group = kernels_.bind(*kernel_, {w.quant, w.scales, x, y, {&b.product.params}});
+    return b;
+  }
+  const uint64_t n = uint64_t(tokens) * config_.rows;
+  require_binding(partials, 4 * matmul_split_floats(config_, tokens), "split-K partials", where);
+  b.product.group = kernels_.bind(*kernel_, {w.quant, w.scales, x, partials, {&b.product.params}});
+  const Grid grid = split_grid((n + kSumWorkgroup - 1) / kSumWorkgroup, max_dim, where);
+  b.sum.params = kernels_.device().create_uniform(SplitSumParams{static_cast<uint32_t>(n), split_count(config_.cols, g.k_splits), 0, 0},
+                                                  "matmul_q4 split sum params");
+  b.sum.group = kernels_.bind(*sum_kernel_, {partials, y, {&b.sum.params}});
+  b.sum.groups_x = grid.x;
+  b.sum.groups_y = grid.y;
   return b;
 }
 
-void MatmulQ4::record(gpu::Recorder& rec, const Bound& bound) const {
-  rec.dispatch(*kernel_, bound.group, bound.groups_x, bound.groups_y);
+void MatmulQ4::record(gpu::Recorder& rec, const MatmulBound& bound) const {
+  const uint32_t splits = sum_kernel_ ? split_count(config_.cols, config_.geometry.k_splits) : 1;
+  rec.dispatch(*kernel_, bound.product.group, bound.product.groups_x, bound.product.groups_y, splits);
+  if (sum_kernel_) rec.dispatch(*sum_kernel_, bound.sum.group, bound.sum.groups_x, bound.sum.groups_y);
 }
 
 }  // namespace ember::kernels

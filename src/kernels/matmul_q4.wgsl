@@ -10,13 +10,16 @@
 // KMAJOR: W is stored transposed, [cols][rows] with 32-blocks along the rows (the MLP's
 // down.kquant), so one word holds 8 consecutive rows of one column.
 // ACCUMULATE: Y += W X (residual add) instead of Y = W X.
+// SPLIT_K: workgroup z sums only columns [z k_chunk, (z+1) k_chunk) (whole 32-blocks) and writes
+// that partial to y[z][T][rows]; matmul_q4_split_sum.wgsl adds the partials into Y. More
+// workgroups for shapes whose outputs alone do not fill the GPU.
 // VEC4: the workgroup tiles read as vec4 (matmul_tiles.wgsl).
 
 struct Params {
   rows: u32,
   cols: u32,
   tokens: u32,
-  _pad: u32,
+  k_chunk: u32,  // columns per split (SPLIT_K); cols otherwise
 }
 
 @group(0) @binding(0) var<storage, read> wq: array<u32>;
@@ -51,7 +54,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   var acc: array<f32, MT * MR>;
   for (var i = 0u; i < MT * MR; i++) { acc[i] = 0.0; }
 
-  for (var k0 = 0u; k0 < p.cols; k0 += KS) {
+  let k_begin = wg.z * p.k_chunk;
+  let k_end = min(k_begin + p.k_chunk, p.cols);
+  for (var k0 = k_begin; k0 < k_end; k0 += KS) {
     // X tile, transposed into xs[k][token].
     for (var idx = li; idx < BT * KS; idx += NT) {
       let kk = idx % KS;
@@ -135,10 +140,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
       let t = t0 + token_of(tt, i);
       if (t >= p.tokens) { continue; }
       let o = t * p.rows + r;
+#if SPLIT_K
+      y[wg.z * p.tokens * p.rows + o] = acc[i * MR + j];
+#else
 #if ACCUMULATE
       y[o] = y[o] + acc[i * MR + j];
 #else
       y[o] = acc[i * MR + j];
+#endif
 #endif
     }
   }

@@ -99,7 +99,8 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
     for (const auto& [shape, g] : it->items()) {
       kernels::MatmulGeometry mg;
       if (g.is_object())
-        mg = {g.value("wgTokens", 0u), g.value("wgRows", 0u), g.value("kStep", 0u), g.value("micro", 8u), g.value("vec4", false)};
+        mg = {g.value("wgTokens", 0u), g.value("wgRows", 0u), g.value("kStep", 0u), g.value("micro", 8u), g.value("vec4", false),
+              g.value("kSplits", 1u)};
       if (!g.is_object() || !kernels::matmul_geometry_fits(mg, device.limits()))
         k.warnings.push_back("the candidate's prefillMatmul geometry for " + shape + " cannot run on this adapter; using the default");
       else k.matmul[shape] = mg;

@@ -59,7 +59,7 @@ struct Lfm2Model::Layer {
 struct Lfm2Model::Chunk {
   uint32_t T;
   kernels::Bound embed;
-  std::vector<kernels::Bound> mix_in, mix_out, gate_up, down;  // down: k-major under mlp_pair
+  std::vector<kernels::MatmulBound> mix_in, mix_out, gate_up, down;  // down: k-major under mlp_pair
   gpu::BindGroup silu_mul;                                     // gate_up -> act, every layer
 };
 
@@ -204,6 +204,9 @@ void Lfm2Model::build() {
   x_last_ = f32(H, "x.last");
   h_last_ = f32(H, "h.last");
   logits_ = f32(V, "logits");
+  uint64_t split_floats = 0;  // split-K scratch, shared by the prefill matmuls (they run in series)
+  for (const auto& [key, mm] : ops_->matmul) split_floats = std::max(split_floats, kernels::matmul_split_floats(mm.config(), C));
+  if (split_floats) split_partials_ = f32(split_floats, "prefill.split_partials");
   chunk_ids_ = device.create_storage(uint64_t(C) * 4, "prefill.ids");
   cur_id_ = device.create_storage(16, "decode.id");
   tokens_ = device.create_storage(uint64_t(capacity_) * 4 + 16, "tokens");
@@ -323,10 +326,11 @@ const Lfm2Model::Chunk& Lfm2Model::chunk_for(uint32_t T) {
   c->embed = o.embed->bind(weights_->matrix("embed", vocab(), H), {&chunk_ids_}, {&x_}, T);
   for (const Layer& l : layers_) {
     const bool attn = l.type == LayerType::Attention;
-    c->mix_in.push_back(o.matmul.at(l.mix_in_key).bind(l.mix_in, {&h_}, attn ? gpu::Binding{&qkv_} : gpu::Binding{&bcx_}, T));
-    c->mix_out.push_back(o.matmul.at(l.mix_out_key).bind(l.mix_out, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, {&x_}, T));
-    c->gate_up.push_back(o.matmul.at("mlp_gate_up").bind(l.gate_up, {&h_}, {&gu_}, T));
-    c->down.push_back(o.matmul.at("mlp_down").bind(l.down, {&act_}, {&x_}, T));
+    const gpu::Binding split{&split_partials_};
+    c->mix_in.push_back(o.matmul.at(l.mix_in_key).bind(l.mix_in, {&h_}, attn ? gpu::Binding{&qkv_} : gpu::Binding{&bcx_}, T, split));
+    c->mix_out.push_back(o.matmul.at(l.mix_out_key).bind(l.mix_out, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, {&x_}, T, split));
+    c->gate_up.push_back(o.matmul.at("mlp_gate_up").bind(l.gate_up, {&h_}, {&gu_}, T, split));
+    c->down.push_back(o.matmul.at("mlp_down").bind(l.down, {&act_}, {&x_}, T, split));
   }
   c->silu_mul = o.silu_mul->bind({&gu_}, {&act_});
   return *chunks_.emplace(T, std::move(c)).first->second;

@@ -145,6 +145,7 @@ class Lfm2Model {
   gpu::BindGroup head_norm_;
   kernels::Bound head_mv_, decode_head_mv_, decode_embed_;
   gpu::Buffer logits_, tokens_, step_;
+  gpu::Buffer split_partials_;  // split-K prefill matmuls only
   std::shared_ptr<SequenceCaches> caches_;
 };
 

@@ -7,9 +7,13 @@
 #include "tune/check.h"
 
 namespace ember::tune {
+namespace {
+constexpr uint32_t kMaxSplitsTried = 4;  // split-K 2 and 4
+constexpr size_t kSplitBases = 3;        // on the 3 fastest unsplit geometries
+}  // namespace
 
 nlohmann::json matmul_geometry_json(const kernels::MatmulGeometry& g) {
-  return {{"wgTokens", g.wg_tokens}, {"wgRows", g.wg_rows}, {"kStep", g.k_step}, {"micro", g.micro}, {"vec4", g.vec4}};
+  return {{"wgTokens", g.wg_tokens}, {"wgRows", g.wg_rows}, {"kStep", g.k_step}, {"micro", g.micro}, {"vec4", g.vec4}, {"kSplits", g.k_splits}};
 }
 
 double MatmulShapeResult::best_tflops() const { return best_us > 0 ? 2.0 * shape.rows * shape.cols * tokens / (best_us * 1e6) : 0; }
@@ -48,6 +52,7 @@ MatmulShapeResult search_matmul(gpu::KernelCache& kernels, KernelTimer& timer, c
   gpu::Buffer x = device.create_storage(uint64_t(tokens) * shape.cols * 4, "tune.matmul.x");
   gpu::Buffer y0 = device.create_storage(uint64_t(tokens) * shape.rows * 4, "tune.matmul.y0");
   gpu::Buffer y = device.create_storage(uint64_t(tokens) * shape.rows * 4, "tune.matmul.y");
+  gpu::Buffer partials = device.create_storage(uint64_t(kMaxSplitsTried) * tokens * shape.rows * 4, "tune.matmul.split_partials");
   device.upload(x, std::span<const float>(random_input(size_t(tokens) * shape.cols, 31)));
   device.upload(y0, std::span<const float>(random_input(size_t(tokens) * shape.rows, 32)));
 
@@ -55,10 +60,10 @@ MatmulShapeResult search_matmul(gpu::KernelCache& kernels, KernelTimer& timer, c
   // Returns the time, or a negative value (-1 rejected, -2 invalid).
   auto run = [&](const kernels::MatmulGeometry& g, bool is_reference) -> double {
     std::optional<kernels::MatmulQ4> mm;
-    kernels::Bound bound;
+    kernels::MatmulBound bound;
     try {
       mm.emplace(kernels, kernels::MatmulConfig{.rows = shape.rows, .cols = shape.cols, .mode = shape.mode, .kmajor = kmajor, .geometry = g});
-      bound = mm->bind(w, {&x}, {&y}, tokens);
+      bound = mm->bind(w, {&x}, {&y}, tokens, {&partials});
     } catch (const Error&) {
       if (is_reference) throw;
       return -2;
@@ -78,21 +83,46 @@ MatmulShapeResult search_matmul(gpu::KernelCache& kernels, KernelTimer& timer, c
   res.best = res.reference;
   res.best_us = res.reference_us;
   res.tried = 1;
-  for (const auto& g : space) {
-    if (g == res.reference) continue;
-    if (Clock::now() >= deadline) {
+  std::vector<std::pair<double, kernels::MatmulGeometry>> timed{{res.reference_us, res.reference}};
+  // The last quarter of the slot is kept for split-K.
+  const auto tiles_deadline = Clock::now() + (deadline - Clock::now()) * 3 / 4;
+  auto try_geometry = [&](const kernels::MatmulGeometry& g, Clock::time_point until) {
+    if (Clock::now() >= until) {
       res.budget_hit = true;
-      break;
+      return false;
     }
     double us = run(g, false);
     res.tried++;
     if (us == -2) res.invalid++;
     else if (us < 0) res.rejected++;
-    else if (us < res.best_us) {
-      res.best_us = us;
-      res.best = g;
+    else {
+      timed.emplace_back(us, g);
+      if (us < res.best_us) {
+        res.best_us = us;
+        res.best = g;
+      }
     }
+    return true;
+  };
+  for (const auto& g : space)
+    if (!(g == res.reference) && !try_geometry(g, tiles_deadline)) break;
+  // Split-K on the fastest few tile geometries: it only pays where the tiles alone leave the GPU
+  // underfilled, which the unsplit ranking already shows.
+  std::sort(timed.begin(), timed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<kernels::MatmulGeometry> base;
+  for (const auto& [us, g] : timed) {
+    kernels::MatmulGeometry b = g;
+    b.k_splits = 1;
+    if (std::find(base.begin(), base.end(), b) == base.end()) base.push_back(b);
+    if (base.size() == kSplitBases) break;
   }
+  for (const auto& b : base)
+    for (uint32_t splits = 2; splits <= kMaxSplitsTried; splits *= 2) {
+      kernels::MatmulGeometry g = b;
+      g.k_splits = splits;
+      if (std::find_if(timed.begin(), timed.end(), [&](const auto& t) { return t.second == g; }) != timed.end()) continue;
+      if (!try_geometry(g, deadline)) return res;
+    }
   return res;
 }
 

@@ -274,7 +274,7 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
     formats::OrderedJson pm = formats::OrderedJson::object();
     for (const auto& r : res.prefill)
       pm[r.shape.key] = {{"wgTokens", r.best.wg_tokens}, {"wgRows", r.best.wg_rows}, {"kStep", r.best.k_step}, {"micro", r.best.micro},
-                         {"vec4", r.best.vec4}};
+                         {"vec4", r.best.vec4}, {"kSplits", r.best.k_splits}};
     c.extra["prefillMatmul"] = pm;
   }
   if (res.norm && !res.norm->budget_hit) c.extra["normFuse"] = res.norm->norm_fuse;
@@ -282,6 +282,9 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
   c.mlp_half_product = "none";
   rt.expected_subgroup_size = device.subgroup_size();
   res.seconds = seconds_since(t0);
+  res.warm_flush_us = timer.warm_flush_us();
+  res.cold_retries = timer.cold_retries();
+  res.cold_kept = timer.cold_kept();
   device.check("ember tune");
   return res;
 }
@@ -299,6 +302,7 @@ nlohmann::json TuneResult::to_json() const {
   for (const auto& r : prefill) pf.push_back(r.to_json());
   j["prefill"] = pf;
   if (unfused_mlp_us > 0) j["unfused_mlp_us"] = unfused_mlp_us;
+  j["timer"] = {{"warm_flush_us", warm_flush_us}, {"cold_retries", cold_retries}, {"cold_kept", cold_kept}};
   if (norm) j["norm_fusion"] = norm->to_json();
   return j;
 }
@@ -309,6 +313,11 @@ std::string TuneResult::table() const {
   std::snprintf(line, sizeof line, "ember tune on %s (subgroup %u): %.1f s of %.0f s%s\n", adapter.c_str(), subgroup_size, seconds, budget_s,
                 budget_hit ? " (budget reached: best so far)" : "");
   out += line;
+  if (warm_flush_us > 0) {
+    std::snprintf(line, sizeof line, "clock probe: warm flush %.1f us; %d measurements repeated on a slowed GPU, %d kept slow\n", warm_flush_us,
+                  cold_retries, cold_kept);
+    out += line;
+  }
   std::snprintf(line, sizeof line, "%-14s %11s %6s %10s %10s %10s %7s %8s  %s\n", "shape", "rows x cols", "tried", "default us", "input us",
                 "best us", "speedup", "GB/s", "best");
   out += line;

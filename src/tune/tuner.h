@@ -47,6 +47,9 @@ struct TuneResult {
   std::vector<MatmulShapeResult> prefill;  // prefill matmul geometry per shape (candidate prefillMatmul)
   std::vector<std::string> unavailable;  // options not searchable here (f16 paths)
   double seconds = 0, budget_s = 0;
+  // The timer's clock probe (kernel_timer.h): a warm flush, measurements repeated, slow ones kept.
+  double warm_flush_us = 0;
+  int cold_retries = 0, cold_kept = 0;
   bool budget_hit = false;
   nlohmann::json to_json() const;   // summary (everything measured; not runtime.json)
   std::string table() const;        // best vs default per shape, speedup

@@ -1,0 +1,28 @@
+// Second pass of a split-K matmul_q4 (SPLIT_K): Y[i] = sum over z of part[z][i] (ACCUMULATE:
+// Y[i] += that sum), for the n = tokens x rows outputs.
+
+struct Params {
+  n: u32,       // outputs
+  splits: u32,
+  _pad0: u32,
+  _pad1: u32,
+}
+
+@group(0) @binding(0) var<storage, read> part: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+override WG: u32 = 256u;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = gid.y * nwg.x * WG + gid.x;
+  if (i >= p.n) { return; }
+  var v = 0.0;
+  for (var z = 0u; z < p.splits; z++) { v += part[z * p.n + i]; }
+#if ACCUMULATE
+  y[i] = y[i] + v;
+#else
+  y[i] = v;
+#endif
+}
