@@ -214,6 +214,7 @@ struct FlashCase {
   kernels::FlashVariant variant;
   uint32_t queries = 64, keys = 32;  // plain and quad
   kernels::FlashTiledGeometry tiled{};
+  bool prefetch = false;  // quad: the next K/V tile through registers
 };
 
 void PrintTo(const FlashCase& c, std::ostream* os) { *os << c.name; }
@@ -265,7 +266,7 @@ TEST_P(SsFlowFlashAttention, MatchesReferenceAtAwkwardLengths) {
                                     .nq = c.nq, .nk = c.nk, .q_stride = q_stride, .q_offset = 0, .kv_stride = kv_stride,
                                     .k_offset = k_off, .v_offset = v_off, .o_stride = C, .scale = 0.125f,
                                     .variant = fc.variant, .queries_per_workgroup = fc.queries, .keys_per_tile = fc.keys,
-                                    .tiled = fc.tiled, .head_dim = head_dim}));
+                                    .prefetch_tile = fc.prefetch, .tiled = fc.tiled, .head_dim = head_dim}));
       EXPECT_LT(test::rel_l2(read(out), ref), test::kF32Tolerance)
           << "head size " << head_dim << ", " << c.batch << "x" << c.heads << " " << c.nq << "x" << c.nk;
     }
@@ -277,6 +278,9 @@ INSTANTIATE_TEST_SUITE_P(Variants, SsFlowFlashAttention,
                          ::testing::Values(FlashCase{"bq32", FlashVariant::Plain, 32}, FlashCase{"bq64", FlashVariant::Plain, 64},
                                            FlashCase{"quad_bq32", FlashVariant::Quad, 32, 32},
                                            FlashCase{"quad_bq64", FlashVariant::Quad, 64, 64},
+                                           // Prefetch: 8 and 4 vec4 of K and of V per thread and tile.
+                                           FlashCase{"quad_bq32_k16_prefetch", FlashVariant::Quad, 32, 16, {}, true},
+                                           FlashCase{"quad_bq128_prefetch", FlashVariant::Quad, 128, 32, {}, true},
                                            // Tiled: queries per workgroup / per thread / keys per thread. 64/8/8
                                            // and 64/4/8 need 48 KiB at head size 64 (H200), so lavapipe's 32 KiB
                                            // runs them at head size 32 only.
@@ -302,6 +306,20 @@ TEST(SsFlowKernels, TiledFlashAttentionRejectsGeometriesThatDoNotFit) {
   auto a = args({64, 8, 4});
   a.head_dim = 48;
   EXPECT_THROW(kernels::flash_attention(test_kernels(), a), Error);
+}
+
+TEST(SsFlowKernels, QuadTilePrefetchRejectsTilesThatDoNotSplitEvenly) {
+  if (!test_device().has_subgroups()) GTEST_SKIP() << "no subgroups";
+  gpu::Buffer b = upload(std::vector<float>(3 * 64 * 4));
+  auto args = [&](uint32_t queries, uint32_t keys) {
+    return kernels::FlashAttentionArgs{.q = &b, .kv = &b, .out = &b, .batch = 1, .heads = 1, .nq = 4, .nk = 4, .q_stride = 192,
+                                       .q_offset = 0, .kv_stride = 192, .k_offset = 64, .v_offset = 128, .o_stride = 64,
+                                       .scale = 0.125f, .variant = FlashVariant::Quad, .queries_per_workgroup = queries,
+                                       .keys_per_tile = keys, .prefetch_tile = true};
+  };
+  EXPECT_THROW(kernels::flash_attention(test_kernels(), args(96, 32)), Error);  // 512 vec4 over 96 threads
+  EXPECT_THROW(kernels::flash_attention(test_kernels(), args(32, 32)), Error);  // 16 per thread, above 8
+  EXPECT_NO_THROW(kernels::flash_attention(test_kernels(), args(64, 32)));
 }
 
 TEST(SsFlowKernels, ActivationsMatchReference) {

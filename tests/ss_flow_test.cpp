@@ -88,6 +88,23 @@ TEST(SsFlowModel, DefaultGeometryMatchesReference) {
   EXPECT_LT(test::rel_l2(model.forward(x, {0.5}), ref), 1e-3);
 }
 
+// Split-K for mlp.2 (3 uneven chunks of its 8 column groups) and the C x C matmuls (2 chunks),
+// each epilogue (gated residual, residual, none) applied by the sum pass.
+TEST(SsFlowModel, SplitKForwardMatchesReference) {
+  auto& m = tiny_model();
+  trellis::SsFlowOptions o = small_tiles();
+  o.mlp2_k_splits = 3;
+  o.square_k_splits = 2;
+  trellis::SsFlowModel model(test_kernels(), m.tensors, o);
+  model.set_context(m.cond, m.neg, kCtx);
+  const int64_t n = m.config.in_channels * m.config.tokens();
+  auto x = test::random_floats(size_t(2 * n), 24);
+  std::vector<float> both = m.cond;
+  both.insert(both.end(), m.neg.begin(), m.neg.end());
+  auto ref = reference::ss_flow_forward(m.config, m.weights, x, {0.27, 0.64}, both, kCtx);
+  EXPECT_LT(test::rel_l2(model.forward(x, {0.27, 0.64}), ref), 1e-5);
+}
+
 TEST(SsFlowModel, TiledAttentionForwardMatchesReference) {
   auto& m = tiny_model();
   trellis::SsFlowOptions o;

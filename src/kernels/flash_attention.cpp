@@ -51,6 +51,14 @@ Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a,
         throw Error("the quad flash attention needs subgroups and a multiple of 4 queries per workgroup", where);
       if (a.keys_per_tile == 0 || a.keys_per_tile % 8) throw Error("keys per tile must be a positive multiple of 8", where);
       key = {.file = "flash_attention_quad.wgsl", .constants = {{"BQ", queries}, {"BK", a.keys_per_tile}}};
+      if (a.prefetch_tile) {
+        const uint32_t vec4s = a.keys_per_tile * 16;
+        if (vec4s % queries || vec4s / queries > 8)
+          throw Error("tile prefetch needs keys_per_tile x 16 (" + std::to_string(vec4s) + ") a multiple of the " + std::to_string(queries) +
+                          " queries per workgroup, at most 8 times it",
+                      where, "use more queries per workgroup or fewer keys per tile, or no prefetch");
+        key.defines.insert("PREFETCH");
+      }
       break;
     case FlashVariant::Tiled: {
       const FlashTiledGeometry& g = a.tiled;

@@ -36,6 +36,9 @@ struct FlashAttentionArgs {
   FlashVariant variant = FlashVariant::Plain;
   uint32_t queries_per_workgroup = 64;  // plain and quad (multiple of 4 for quad)
   uint32_t keys_per_tile = 32;          // quad: keys per workgroup-memory tile (multiple of 8)
+  // quad: read the next K/V tile into registers while the current one is used (needs
+  // keys_per_tile * 16 a multiple of queries_per_workgroup, at most 8 times it).
+  bool prefetch_tile = false;
   FlashTiledGeometry tiled{};
   uint32_t head_dim = 64;  // 64; the tiled variant also takes 32
 };

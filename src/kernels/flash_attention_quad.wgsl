@@ -5,6 +5,8 @@ enable subgroups;
 // workgroup memory feed 4 queries (16 FMAs per load instead of 4); the quad's partial dot products
 // are summed with two rounds of xor shuffles, so all 4 lanes see bit-identical scores. Online softmax every
 // SUB keys. Needs subgroups whose size is a multiple of 4, laid out over local_invocation_index.
+// PREFETCH: the next K/V tile is read from memory into registers while the current one is used
+// (each thread holds PER = BK * 16 / BQ vec4 of each), so the tile load no longer waits on memory.
 #include "flash_attention_params.wgsl"
 
 override BQ: u32 = 64u;  // threads = queries per workgroup (multiple of 4)
@@ -14,6 +16,22 @@ const NEG_BIG: f32 = -3.0e38;
 
 var<workgroup> ktile: array<vec4<f32>, BK * 16u>;
 var<workgroup> vtile: array<vec4<f32>, BK * 16u>;
+
+// Key k0 + idx / 16's dims 4 (idx % 16) .. +3 of K and V (zeros past the last key).
+fn kv_at(k0: u32, idx: u32, head: u32, batch: u32) -> array<vec4<f32>, 2> {
+  let j = k0 + idx / 16u;
+  var r = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
+  if (j < p.nk) {
+    let row = (batch * p.nk + j) * p.kv_stride + head * 64u;
+    r[0] = kv[(row + p.k_offset) / 4u + idx % 16u];
+    r[1] = kv[(row + p.v_offset) / 4u + idx % 16u];
+  }
+  return r;
+}
+
+#if PREFETCH
+override PER: u32 = BK * 16u / BQ;  // vec4 of K (and of V) per thread and tile; at most 8
+#endif
 
 @compute @workgroup_size(BQ)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
@@ -33,21 +51,37 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   }
   var m = vec4<f32>(NEG_BIG);
   var l = vec4<f32>(0.0);
+#if PREFETCH
+  var kn: array<vec4<f32>, 8>;
+  var vn: array<vec4<f32>, 8>;
+  for (var r = 0u; r < PER; r++) {
+    let t = kv_at(0u, li + r * BQ, head, batch);
+    kn[r] = t[0];
+    vn[r] = t[1];
+  }
+#endif
   for (var k0 = 0u; k0 < p.nk; k0 += BK) {
-    for (var idx = li; idx < BK * 16u; idx += BQ) {
-      let j = k0 + idx / 16u;
-      let d = idx % 16u;
-      var kvec = vec4<f32>(0.0);
-      var vvec = vec4<f32>(0.0);
-      if (j < p.nk) {
-        let row = (batch * p.nk + j) * p.kv_stride + head * 64u;
-        kvec = kv[(row + p.k_offset) / 4u + d];
-        vvec = kv[(row + p.v_offset) / 4u + d];
-      }
-      ktile[idx] = kvec;
-      vtile[idx] = vvec;
+#if PREFETCH
+    for (var r = 0u; r < PER; r++) {
+      ktile[li + r * BQ] = kn[r];
+      vtile[li + r * BQ] = vn[r];
     }
     workgroupBarrier();
+    if (k0 + BK < p.nk) {  // uniform: the next tile's loads fly while this one is used
+      for (var r = 0u; r < PER; r++) {
+        let t = kv_at(k0 + BK, li + r * BQ, head, batch);
+        kn[r] = t[0];
+        vn[r] = t[1];
+      }
+    }
+#else
+    for (var idx = li; idx < BK * 16u; idx += BQ) {
+      let t = kv_at(k0, idx, head, batch);
+      ktile[idx] = t[0];
+      vtile[idx] = t[1];
+    }
+    workgroupBarrier();
+#endif
     for (var j0 = 0u; j0 < BK; j0 += SUB) {
       var s: array<vec4<f32>, 8>;  // SUB: s[j][a] = score of query q0+a with key k0+j0+j
       var mx = m;

@@ -23,7 +23,7 @@ struct SsFlowModel::Weights {
 
 struct SsFlowModel::Buffers {
   gpu::Buffer x, tfreq, temb_a, temb, mods, h, hn, qkv, att, mlp, out, ctx;
-  gpu::Buffer split_partials;  // mlp.2 split-K partial products (mlp2_k_splits > 1)
+  gpu::Buffer split_partials;  // split-K partial products (mlp.2, and the C x C matmuls), one at a time
   std::vector<gpu::Buffer> kv;  // per block: cross-attention k|v of the context [2][ctx][2C]
   std::vector<kernels::Dispatch> context_graph;
 };
@@ -88,9 +88,12 @@ SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const
   b_->att = buf(B * N * C, "attention");
   b_->mlp = buf(B * N * uint64_t(config_.mlp_channels()), "mlp hidden");
   b_->out = buf(B * N * uint64_t(config_.out_channels), "output");
-  if (options_.mlp2_k_splits > 1 && !w_->blocks.empty())
-    b_->split_partials = buf(kernels::qmatmul_split_floats(w_->blocks.front().mlp2, uint32_t(B * N), options_.mlp2_k_splits),
-                             "mlp.2 split-K partials");
+  if (!w_->blocks.empty()) {
+    const auto& w0 = w_->blocks.front();
+    const uint64_t floats = std::max(kernels::qmatmul_split_floats(w0.mlp2, uint32_t(B * N), options_.mlp2_k_splits),
+                                     kernels::qmatmul_split_floats(w0.self_out, uint32_t(B * N), options_.square_k_splits));
+    if (floats) b_->split_partials = buf(floats, "split-K partials");
+  }
 }
 
 SsFlowModel::~SsFlowModel() = default;
@@ -135,14 +138,15 @@ void SsFlowModel::build_graphs() {
   const uint32_t F = uint32_t(config_.mlp_channels()), L = uint32_t(ctx_tokens_);
   auto& K = kernels_;
   const auto geo = options_.matmul;
+  auto mm_args = [&](const gpu::Buffer& x, uint32_t xs, const kernels::QuantizedMatrix& w, const gpu::Buffer& y, uint32_t ys,
+                     uint32_t tokens, Epilogue e = Epilogue::None, const gpu::Buffer* extra = nullptr, uint32_t gate_offset = 0) {
+    return kernels::QMatmulArgs{.x = &x, .x_stride = xs, .w = &w, .y = &y, .y_stride = ys, .tokens = tokens, .epilogue = e,
+                                .extra = extra, .tokens_per_batch = N, .gate_stride = 6 * C, .gate_offset = gate_offset,
+                                .add_period = N, .geometry = geo, .split_partials = &b_->split_partials};
+  };
   auto mm = [&](const gpu::Buffer& x, uint32_t xs, const kernels::QuantizedMatrix& w, const gpu::Buffer& y, uint32_t ys,
                 uint32_t tokens, const std::string& region, Epilogue e = Epilogue::None, const gpu::Buffer* extra = nullptr,
-                uint32_t gate_offset = 0) {
-    return kernels::qmatmul(K, {.x = &x, .x_stride = xs, .w = &w, .y = &y, .y_stride = ys, .tokens = tokens, .epilogue = e,
-                                .extra = extra, .tokens_per_batch = N, .gate_stride = 6 * C, .gate_offset = gate_offset,
-                                .add_period = N, .geometry = geo},
-                            region);
-  };
+                uint32_t gate_offset = 0) { return kernels::qmatmul(K, mm_args(x, xs, w, y, ys, tokens, e, extra, gate_offset), region); };
   b_->context_graph.clear();
   for (size_t i = 0; i < w_->blocks.size(); i++)
     b_->context_graph.push_back(mm(b_->ctx, uint32_t(config_.cond_channels), w_->blocks[i].kv, b_->kv[i], 2 * C, 2 * L,
@@ -151,6 +155,11 @@ void SsFlowModel::build_graphs() {
     const uint32_t B = uint32_t(bi + 1), T = B * N;
     auto& g = graph_[bi];
     g.clear();
+    // The C x C matmuls (K = C, few output tiles), split-K where options_.square_k_splits > 1.
+    auto push_square = [&](kernels::QMatmulArgs a, const std::string& region) {
+      a.geometry.k_splits = options_.square_k_splits;
+      for (auto& d : kernels::qmatmul_dispatches(K, a, region)) g.push_back(std::move(d));
+    };
     g.push_back(mm(b_->tfreq, SsFlowConfig::kFreqDim, w_->t0, b_->temb_a, C, B, "t_embedder.mlp.0"));
     g.push_back(kernels::activation(K, kernels::Activation::Silu, b_->temb_a, B * C, "t_embedder.silu"));
     g.push_back(mm(b_->temb_a, C, w_->t2, b_->temb, C, B, "t_embedder.mlp.2"));
@@ -176,19 +185,21 @@ void SsFlowModel::build_graphs() {
                                                .nk = N, .q_stride = 3 * C, .q_offset = 0, .kv_stride = 3 * C, .k_offset = C,
                                                .v_offset = 2 * C, .o_stride = C, .scale = 0.125f,
                                                .variant = options_.attention, .queries_per_workgroup = options_.attention_queries,
-                                               .keys_per_tile = options_.attention_keys, .tiled = options_.attention_tiled},
+                                               .keys_per_tile = options_.attention_keys, .prefetch_tile = options_.attention_prefetch,
+                                               .tiled = options_.attention_tiled},
                                            "self_attn.flash"));
-      g.push_back(mm(b_->att, C, w.self_out, b_->h, C, T, "self_attn.to_out+gate", Epilogue::GatedResidual, &b_->mods, 2 * C));
+      push_square(mm_args(b_->att, C, w.self_out, b_->h, C, T, Epilogue::GatedResidual, &b_->mods, 2 * C), "self_attn.to_out+gate");
       // x += CrossAttn(norm2(x), cond)
       g.push_back(norm(nullptr, 0, 0, &w.norm2_w, &w.norm2_b, 1e-6f, "norm2"));
-      g.push_back(mm(b_->hn, C, w.q, b_->qkv, C, T, "cross_attn.to_q"));
+      push_square(mm_args(b_->hn, C, w.q, b_->qkv, C, T), "cross_attn.to_q");
       g.push_back(kernels::flash_attention(K, {.q = &b_->qkv, .kv = &b_->kv[i], .out = &b_->att, .batch = B, .heads = H, .nq = N,
                                                .nk = L, .q_stride = C, .q_offset = 0, .kv_stride = 2 * C, .k_offset = 0,
                                                .v_offset = C, .o_stride = C, .scale = 0.125f,
                                                .variant = options_.attention, .queries_per_workgroup = options_.attention_queries,
-                                               .keys_per_tile = options_.attention_keys, .tiled = options_.attention_tiled},
+                                               .keys_per_tile = options_.attention_keys, .prefetch_tile = options_.attention_prefetch,
+                                               .tiled = options_.attention_tiled},
                                            "cross_attn.flash"));
-      g.push_back(mm(b_->att, C, w.cross_out, b_->h, C, T, "cross_attn.to_out+residual", Epilogue::Residual));
+      push_square(mm_args(b_->att, C, w.cross_out, b_->h, C, T, Epilogue::Residual), "cross_attn.to_out+residual");
       // x += gate_mlp * MLP(m(norm3(x)))
       g.push_back(norm(&b_->mods, 3, 4, nullptr, nullptr, 1e-6f, "norm3+modulate"));
       if (options_.fuse_gelu) {
@@ -197,14 +208,9 @@ void SsFlowModel::build_graphs() {
         g.push_back(mm(b_->hn, C, w.mlp0, b_->mlp, F, T, "mlp.0"));
         g.push_back(kernels::activation(K, kernels::Activation::GeluTanh, b_->mlp, T * F, "mlp.gelu"));
       }
-      auto mlp2_geo = geo;
-      mlp2_geo.k_splits = options_.mlp2_k_splits;
-      for (auto& d : kernels::qmatmul_dispatches(K, {.x = &b_->mlp, .x_stride = F, .w = &w.mlp2, .y = &b_->h, .y_stride = C, .tokens = T,
-                                                     .epilogue = Epilogue::GatedResidual, .extra = &b_->mods, .tokens_per_batch = N,
-                                                     .gate_stride = 6 * C, .gate_offset = 5 * C, .geometry = mlp2_geo,
-                                                     .split_partials = &b_->split_partials},
-                                                 "mlp.2+gate"))
-        g.push_back(std::move(d));
+      auto mlp2 = mm_args(b_->mlp, F, w.mlp2, b_->h, C, T, Epilogue::GatedResidual, &b_->mods, 5 * C);
+      mlp2.geometry.k_splits = options_.mlp2_k_splits;
+      for (auto& d : kernels::qmatmul_dispatches(K, mlp2, "mlp.2+gate")) g.push_back(std::move(d));
     }
     g.push_back(norm(nullptr, 0, 0, nullptr, nullptr, 1e-5f, "final_norm"));
     g.push_back(mm(b_->hn, C, w_->out, b_->out, uint32_t(config_.out_channels), T, "out_layer"));
