@@ -81,6 +81,14 @@ for what in "$@"; do
         python3 -c "import json,sys; f=json.load(open(sys.argv[1]))['forward_batch2']; k={e['kernel']: e['total_ms'] for e in f['kernels']}; print('mlp.2 split %s: b2 wall %.2f ms, kernels %.2f ms, mlp.2 %.2f + sum %.2f ms' % (sys.argv[2], f['wall_ms'], f['gpu_kernels_ms'], k.get('mlp.2+gate', 0), k.get('mlp.2+gate.sum', 0)))" "$OUT/ss_flow_mlp2_split$splits.json" $splits
       done
       ember bench ss-flow --synthetic --gpu-fast --attention tiled --repeats 3 ;;
+    ss-flow-opts)
+      # Options at batch 2: split-K of the 768 x 768 matmuls, the quad attention's K/V tile prefetch.
+      for v in "" "--square-splits 2" "--square-splits 3" "--attn-prefetch" "--attn-prefetch --attn-queries 64" \
+               "--attn-prefetch --attn-keys 64" "--attn-prefetch --square-splits 2"; do
+        name=$(echo "x$v" | tr ' ' '_' | tr -d '-')
+        ember bench ss-flow --synthetic --gpu-fast --json --batch2-only --no-sample --repeats 3 $v > "$OUT/ss_flow_opts_$name.json" || { echo "$v failed" >&2; continue; }
+        python3 -c "import json,sys; f=json.load(open(sys.argv[1]))['forward_batch2']; k={e['kernel']: e['total_ms'] for e in f['kernels']}; sq=sum(v for n,v in k.items() if n.startswith(('self_attn.to_out','cross_attn.to_q','cross_attn.to_out'))); print('%-40s b2 wall %.2f ms, kernels %.2f, self_attn.flash %.2f, cross flash %.2f, 768x768 matmuls %.2f ms' % (sys.argv[2] or 'default', f['wall_ms'], f['gpu_kernels_ms'], k.get('self_attn.flash', 0), k.get('cross_attn.flash', 0), sq))" "$OUT/ss_flow_opts_$name.json" "$v"
+      done ;;
     ss-flow-mm)
       # qmatmul variants at batch 2 (scalar vs vec4 workgroup-memory reads, thread grids, K step).
       for v in "16 16 16 scalar" "16 16 16" "16 8 16" "8 16 16" "16 16 8" "16 16 32"; do
@@ -120,6 +128,14 @@ for what in "$@"; do
         python3 scripts/plot_bench.py "$OUT"/bench_llm_*.json -o "$OUT/decode_vs_context.svg" 2>/dev/null || true
       fi ;;
     serve) bash bench/serve_throughput.sh "$OUT/serve" ;;
+    llm-prefetch)  # the recorded tune with decode prefetch off, then on (candidate.decodePrefetch)
+      for pf in false true; do
+        rm -rf /tmp/pf_pack && cp -r /tmp/seed_pack /tmp/pf_pack
+        python3 -c "import json,sys; j=json.load(open('bench/results/tuned_runtime.json')); j['candidate']['decodePrefetch']=(sys.argv[1]=='true'); json.dump(j, open('/tmp/pf_pack/runtime.json','w'), indent=1)" $pf
+        ember bench llm --model /tmp/pf_pack --quiet --json > "$OUT/bench_llm_prefetch_$pf.json"
+        python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print('decodePrefetch', sys.argv[2], 'TTFT %.2f ms' % j['ttft_ms'], ' '.join('ctx %d: %.0f tok/s (GPU step %.1f us)' % (c['context'], c['decode_tok_s'], c['step_gpu_us']) for c in j['contexts']))" "$OUT/bench_llm_prefetch_$pf.json" $pf
+      done
+      ember bench llm --model /tmp/pf_pack --quiet --profile --repeats 1 --gen 64 | tee "$OUT/bench_llm_prefetch_true.txt" ;;
     batch)
       pack=$(seed_pack)
       ember bench batch --model "$pack" --rows 1,2,4,8,16 --json --quiet > "$OUT/bench_batch.json"

@@ -167,6 +167,10 @@ INSTANTIATE_TEST_SUITE_P(
                                                         {"mlp_gate_up", {{"wgTokens", 8}, {"wgRows", 4}, {"kStep", 8}, {"kSplits", 3}}},
                                                         {"attn_o_proj", {{"wgTokens", 4}, {"wgRows", 4}, {"kStep", 32}, {"micro", 4}, {"vec4", true}, {"kSplits", 4}}},
                                                         {"conv_out_proj", {{"wgTokens", 8}, {"wgRows", 8}, {"kStep", 16}, {"kSplits", 2}}}}}}},
+                      CandidateCase{"decode_prefetch", {{"decodePrefetch", true}}},
+                      CandidateCase{"decode_prefetch_mlp_pair", {{"decodePrefetch", true}, {"mlpPair", true}, {"mlpSlices", 5}, {"mlpWorkgroup", 128}}},
+                      CandidateCase{"decode_prefetch_split_block",
+                                    {{"decodePrefetch", true}, {"matvec", matvec_all("split_block", 128, 16, 2, 1)}}},
                       CandidateCase{"norm_fuse_off", {{"normFuse", false}}},
                       CandidateCase{"mlp_pair_norm_fuse_off", {{"mlpPair", true}, {"mlpSlices", 7}, {"mlpWorkgroup", 64}, {"normFuse", false}}}),
     [](const auto& info) { return std::string(info.param.name); });

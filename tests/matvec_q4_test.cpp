@@ -2,6 +2,8 @@
 // geometries (logical subgroup widths below, at and above lavapipe's 8), on awkward shapes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "gpu/recorder.h"
 #include "kernels/matvec_q4.h"
@@ -19,8 +21,10 @@ struct Case {
 };
 
 // Runs the kernel on a fresh random matrix and x; returns rel_l2 against the reference.
+// prefetch: the kernel also reads another matrix (of prefetch_rows x cols) ahead, which must not
+// change the output.
 double run_matvec(const Case& c, uint32_t rows, uint32_t cols, bool asymmetric, kernels::OutputMode mode, uint32_t seed,
-                  uint32_t max_per_dim = 0) {
+                  uint32_t max_per_dim = 0, bool prefetch = false, uint32_t prefetch_rows = 0) {
   auto& dev = test::test_device();
   auto wf = test::random_floats(size_t(rows) * cols, seed);
   auto host = asymmetric ? reference::quantize_q4_asymmetric(wf, rows, cols) : reference::quantize_q4_symmetric(wf, rows, cols);
@@ -40,9 +44,12 @@ double run_matvec(const Case& c, uint32_t rows, uint32_t cols, bool asymmetric, 
                                               .variant = c.variant,
                                               .geometry = c.geometry,
                                               .mode = mode,
+                                              .prefetch = prefetch,
                                               .reduction = c.reduction,
                                               .max_workgroups_per_dim = max_per_dim});
-  auto bound = mv.bind(w.matrix, {&xb}, {&yb});
+  const uint32_t next_rows = std::max(1u, prefetch_rows);
+  auto next = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(size_t(next_rows) * cols, seed + 3000), next_rows, cols));
+  auto bound = mv.bind(w.matrix, {&xb}, {&yb}, {}, {}, {}, prefetch ? &next.matrix : nullptr);
   gpu::Recorder rec(dev);
   mv.record(rec, bound);
   rec.submit();
@@ -183,4 +190,18 @@ TEST(MatvecQ4Errors, BadGeometryAndMismatchedMatricesAreRejected) {
   EXPECT_THROW(mv.bind(asym.matrix, {&x}, {&y}), Error);
   EXPECT_THROW(mv.bind(w.matrix, {&small}, {&y}), Error);
   EXPECT_THROW(mv.bind(w.matrix, {&x}, {&small}), Error);
+}
+
+// Prefetching another matrix (smaller, larger, on a 2D grid) leaves every output as it was, in
+// each variant (one geometry: the prefetch path is the same code for all geometries).
+TEST(MatvecQ4, PrefetchLeavesTheOutputUnchanged) {
+  const auto reduction = test::test_device().has_subgroups() ? kernels::Reduction::subgroup : kernels::Reduction::shared;
+  uint32_t seed = 70;
+  for (auto variant : {kernels::Q4Variant::carried, kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block, kernels::Q4Variant::shared_x}) {
+    const Case c{variant, reduction, {64, 8, 2, 1}};
+    EXPECT_LT(run_matvec(c, 7, 64, false, kernels::OutputMode::overwrite, seed++, 0, true, 3), test::kF32Tolerance);
+    EXPECT_LT(run_matvec(c, 33, 96, true, kernels::OutputMode::accumulate, seed++, 0, true, 1000), test::kF32Tolerance);
+    EXPECT_LT(run_matvec(c, 100, 320, false, kernels::OutputMode::accumulate, seed++, 5, true, 64), test::kF32Tolerance)
+        << "2D grid";
+  }
 }

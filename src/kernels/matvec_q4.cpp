@@ -91,6 +91,7 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
   if (config.gated) key.defines.insert("GATED");
   if (config.conv) key.defines.insert("CONV");
   if (config.norm_input) key.defines.insert("NORM_INPUT");
+  if (config.prefetch) key.defines.insert("PREFETCH");
   if (use_subgroups(device, config.reduction, where)) key.defines.insert("SUBGROUPS");
   kernel_ = &kernels.get(key);
   uint32_t max_dim = config.max_workgroups_per_dim ? config.max_workgroups_per_dim : device.limits().maxComputeWorkgroupsPerDimension;
@@ -99,7 +100,7 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
 }
 
 Bound MatvecQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Binding norm_weight, gpu::Binding conv_taps,
-                     gpu::Binding conv_state) const {
+                     gpu::Binding conv_state, const Q4Matrix* next) const {
   const std::string where = kernel_->label();
   check_q4_matrix(w, weight_row_sets(config_) * config_.rows, config_.cols, config_.asymmetric, where);
   if (config_.conv) {
@@ -121,9 +122,23 @@ Bound MatvecQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Bin
     bindings.push_back(conv_taps);
     bindings.push_back(conv_state);
   }
+  Grid grid = grid_;
+  if (config_.prefetch != (next != nullptr))
+    throw Error(next ? "a prefetch matrix was bound to a matvec without prefetch" : "a prefetching matvec needs the matrix to prefetch", where,
+                next ? "set MatvecConfig::prefetch" : "pass the next matvec's weights");
+  if (next) {
+    // The kernel's PF_PER_THREAD * WG vec4 per prefetch workgroup.
+    const uint64_t per_group = 8ull * 16 * config_.geometry.workgroup_size;
+    const uint64_t pf_groups = (binding_bytes(next->quant) + per_group - 1) / per_group + (binding_bytes(next->scales) + per_group - 1) / per_group;
+    const uint32_t per_wg = config_.geometry.rows_per_workgroup();
+    const uint32_t max_dim = config_.max_workgroups_per_dim ? config_.max_workgroups_per_dim : kernels_.device().limits().maxComputeWorkgroupsPerDimension;
+    grid = split_grid((uint64_t(config_.rows) + per_wg - 1) / per_wg + pf_groups, max_dim, where);
+    bindings.push_back(next->quant);
+    bindings.push_back(next->scales);
+  }
   b.group = kernels_.bind(*kernel_, bindings);
-  b.groups_x = grid_.x;
-  b.groups_y = grid_.y;
+  b.groups_x = grid.x;
+  b.groups_y = grid.y;
   return b;
 }
 

@@ -35,6 +35,9 @@ struct MatvecConfig {
   // of x; every workgroup computes the norm of x itself, so no norm dispatch is needed.
   bool norm_input = false;
   float eps = 1e-5f;  // norm_input's epsilon
+  // Extra workgroups read another matrix (bound by bind: the next matvec's weights) into the L2
+  // cache while this one runs; the output is unchanged.
+  bool prefetch = false;
   Reduction reduction = Reduction::best;
   uint32_t max_workgroups_per_dim = 0;  // 0: the device's limit (tests lower it to reach 2D grids)
 };
@@ -48,8 +51,9 @@ class MatvecQ4 {
   // in accumulate mode); norm_weight [cols] f32 with norm_input (and only then); with conv the
   // taps (f32 [rows][3]) and the state (f32 [rows][2]). Create once per tensor and reuse for
   // every token.
+  // With prefetch, `next` is the matrix to read ahead (its quant and scales).
   Bound bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Binding norm_weight = {}, gpu::Binding conv_taps = {},
-             gpu::Binding conv_state = {}) const;
+             gpu::Binding conv_state = {}, const Q4Matrix* next = nullptr) const;
   void record(gpu::Recorder& rec, const Bound& bound) const;
 
   const gpu::Kernel& kernel() const { return *kernel_; }

@@ -38,6 +38,9 @@ struct KernelChoices {
   bool conv_step_in_proj = true;
   // Attention input (decode and prefill): q/k norms, RoPE and the KV append as one dispatch (off with unfused).
   bool qk_fuse = true;
+  // Each decode matvec reads the next one's weights into the L2 cache (extra workgroups; candidate
+  // extra key `decodePrefetch`, default on for GPUs, off for CPU adapters and with `unfused`).
+  bool prefetch = false;
   uint32_t padding = 0;                  // extra elements per KV row
   std::vector<formats::FlashOptimum> flash_optima;
   uint32_t flash_blocks = 1;

@@ -37,6 +37,7 @@ struct Lfm2Model::Ops {
   std::optional<kernels::EmbedQ4> embed;
   std::optional<kernels::MlpQ4> mlp;  // decode under mlp_pair; the ffn norm fused in where norm_fuse
   std::map<std::string, kernels::MatvecQ4> matvec;   // by shape key (decode; the norm/gate fusions applied)
+  std::optional<kernels::MatvecQ4> prefill_head;     // the head without prefetch, where decode's prefetches
   std::map<std::string, kernels::MatmulQ4> matmul;   // by shape key (prefill)
 };
 
@@ -153,6 +154,8 @@ void Lfm2Model::build() {
     kernels::MatvecConfig mc{.rows = m.rows, .cols = m.cols, .asymmetric = m.asymmetric, .variant = mv.variant, .geometry = mv.geometry, .mode = m.mode};
     mc.norm_input = m.reads_norm && choices_.norm_fuse;
     mc.eps = eps;
+    if (std::string(m.key) == "head" && choices_.prefetch) o.prefill_head.emplace(kernels, mc);
+    mc.prefetch = choices_.prefetch;
     if (std::string(m.key) == "mlp_gate_up" && choices_.gated_gate_up && !choices_.mlp_pair) {
       // silu * up fused into the gate_up matvec; a geometry too large for the doubled rows keeps
       // the separate silu_mul.
@@ -225,7 +228,25 @@ void Lfm2Model::build() {
                 "model caches", "make the caches from the model's capacity and kernel choices");
   }
   const int L = static_cast<int>(s.layers());
+  // Decode's matvecs in the order a step runs them (per layer mix in, mix out, then gate_up and
+  // down unless the fused MLP runs them; the head last): with prefetch each one reads the next
+  // into the L2 cache, the head layer 0's first for the next token.
+  std::vector<kernels::Q4Matrix> chain;
+  const int per_layer = choices_.mlp_pair ? 2 : 4;
   for (int i = 0; i < L; i++) {
+    const std::string p = formats::layer_prefix(i);
+    const bool attn = s.layer_types[i] == LayerType::Attention;
+    const std::string mix = attn ? p + "attn." : p + "conv.";
+    chain.push_back(weights_->matrix(mix + (attn ? "qkv" : "in_proj"), attn ? QKV : 3 * H, H));
+    chain.push_back(weights_->matrix(mix + (attn ? "o_proj" : "out_proj"), H, attn ? Q : H));
+    if (!choices_.mlp_pair) {
+      chain.push_back(weights_->matrix(p + "mlp.gate_up", 2 * F, H));
+      chain.push_back(weights_->matrix(p + "mlp.down", H, F));
+    }
+  }
+  auto next_of = [&](size_t k) -> const kernels::Q4Matrix* { return choices_.prefetch ? &chain[(k + 1) % (chain.size())] : nullptr; };
+  for (int i = 0; i < L; i++) {
+    const size_t at = size_t(i) * per_layer;  // this layer's first entry of chain
     Layer layer;
     layer.type = s.layer_types[i];
     layer.prefix = formats::layer_prefix(i);
@@ -248,11 +269,12 @@ void Lfm2Model::build() {
     layer.decode_norm_fused = nf;
     const gpu::Binding mix_in_x = nf ? gpu::Binding{&x_} : gpu::Binding{&h_}, mix_in_norm = nf ? gpu::Binding{&op_norm_w} : gpu::Binding{};
     const gpu::Buffer* taps = attn ? nullptr : &weights_->section(p + "conv.core.taps");
-    if (attn) layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&qkv_}, mix_in_norm);
+    if (attn) layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&qkv_}, mix_in_norm, {}, {}, next_of(at));
     else if (conv_step_fused_)
-      layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&conv_y_}, mix_in_norm, {taps}, conv_state(i));
-    else layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&bcx_}, mix_in_norm);
-    layer.mix_out_mv = o.matvec.at(layer.mix_out_key).bind(layer.mix_out, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, {&x_});
+      layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&conv_y_}, mix_in_norm, {taps}, conv_state(i), next_of(at));
+    else layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&bcx_}, mix_in_norm, {}, {}, next_of(at));
+    layer.mix_out_mv = o.matvec.at(layer.mix_out_key)
+                           .bind(layer.mix_out, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, {&x_}, {}, {}, {}, next_of(at + 1));
     if (attn) {
       layer.q_norm = o.q_norm->bind({&qkv_}, {&weights_->section(p + "attn.qkv.q_norm")});
       layer.k_norm = o.k_norm->bind({&qkv_}, {&weights_->section(p + "attn.qkv.k_norm")});
@@ -272,20 +294,24 @@ void Lfm2Model::build() {
                                      nf ? gpu::Binding{&ffn_norm_w} : gpu::Binding{});
     } else {
       layer.gate_up_mv = o.matvec.at("mlp_gate_up").bind(layer.gate_up, nf ? gpu::Binding{&x_} : gpu::Binding{&h_},
-                                                         gated ? gpu::Binding{&act_} : gpu::Binding{&gu_}, nf ? gpu::Binding{&ffn_norm_w} : gpu::Binding{});
+                                                         gated ? gpu::Binding{&act_} : gpu::Binding{&gu_}, nf ? gpu::Binding{&ffn_norm_w} : gpu::Binding{},
+                                                         {}, {}, next_of(at + 2));
       layer.silu_mul = o.silu_mul->bind({&gu_}, {&act_});
-      layer.down_mv = o.matvec.at("mlp_down").bind(layer.down, {&act_}, {&x_});
+      layer.down_mv = o.matvec.at("mlp_down").bind(layer.down, {&act_}, {&x_}, {}, {}, {}, next_of(at + 3));
     }
     layers_.push_back(std::move(layer));
   }
   const auto& head_norm_w = weights_->section("head.norm");
   head_norm_ = o.norm->bind({&x_last_}, {&head_norm_w}, {&h_last_});
   const auto head = weights_->matrix("head", V, H);
+  // The head after a prefill runs once: it prefetches nothing (chain's last entry's next is layer 0's first).
+  const kernels::MatvecQ4& prefill_head = o.prefill_head ? *o.prefill_head : o.matvec.at("head");
+  const kernels::Q4Matrix* head_next = next_of(chain.size() - 1);
   if (choices_.norm_fuse) {
-    head_mv_ = o.matvec.at("head").bind(head, {&x_last_}, {&logits_}, {&head_norm_w});
-    decode_head_mv_ = o.matvec.at("head").bind(head, {&x_, 0, uint64_t(H) * 4}, {&logits_}, {&head_norm_w});  // decode: row 0 is the token
+    head_mv_ = prefill_head.bind(head, {&x_last_}, {&logits_}, {&head_norm_w});
+    decode_head_mv_ = o.matvec.at("head").bind(head, {&x_, 0, uint64_t(H) * 4}, {&logits_}, {&head_norm_w}, {}, {}, head_next);  // decode: row 0 is the token
   } else {
-    head_mv_ = o.matvec.at("head").bind(head, {&h_last_}, {&logits_});
+    head_mv_ = prefill_head.bind(head, {&h_last_}, {&logits_});
   }
   decode_embed_ = o.embed->bind(weights_->matrix("embed", V, H), {&cur_id_, 0, 4}, {&x_}, 1);
   device.check("building the LFM2 graph");
@@ -294,6 +320,7 @@ void Lfm2Model::build() {
 Lfm2Model::~Lfm2Model() = default;
 
 const kernels::MatvecQ4& Lfm2Model::decode_matvec(const std::string& shape_key) const { return ops_->matvec.at(shape_key); }
+const kernels::MatvecQ4& Lfm2Model::prefill_head_matvec() const { return ops_->prefill_head ? *ops_->prefill_head : ops_->matvec.at("head"); }
 const gpu::Kernel& Lfm2Model::prefill_attention_kernel() const { return ops_->attn_prefill->kernel(); }
 const kernels::MatmulConfig& Lfm2Model::prefill_matmul(const std::string& shape_key) const { return ops_->matmul.at(shape_key).config(); }
 
@@ -394,7 +421,7 @@ void Lfm2Model::record_head(gpu::Recorder& rec, uint32_t T, bool decode) {
   const uint32_t H = u32(shape().hidden);
   rec.copy(x_, uint64_t(T - 1) * H * 4, x_last_, 0, uint64_t(H) * 4);
   if (!choices_.norm_fuse) ops_->norm->record(rec, head_norm_, 1);
-  ops_->matvec.at("head").record(rec, head_mv_);
+  prefill_head_matvec().record(rec, head_mv_);
 }
 
 void Lfm2Model::prefill(std::span<const uint32_t> ids, gpu::Profiler* profiler) {

@@ -88,6 +88,7 @@ class Lfm2Model {
   // The decode matvec of a matrix shape ("conv_in_proj", ..., "head") with its fusions (benchmarks
   // attribute bytes to its label).
   const kernels::MatvecQ4& decode_matvec(const std::string& shape_key) const;
+  const kernels::MatvecQ4& prefill_head_matvec() const;  // the head as prefill's last token runs it
   const gpu::Kernel& prefill_attention_kernel() const;  // the causal attention kernel prefill runs
 
   // Dispatches one decode step records (for benchmarks and floors).

@@ -68,7 +68,7 @@ std::map<std::string, double> prefill_flops_by_label(const llm::Lfm2Model& model
   const auto& s = model.shape();
   for (const auto& m : matrix_shapes(s)) {
     if (m.key == "head") {  // the model's own head matvec (its label carries the norm fusion)
-      out[model.decode_matvec(m.key).kernel().label()] += 2.0 * m.rows * m.cols;
+      out[model.prefill_head_matvec().kernel().label()] += 2.0 * m.rows * m.cols;
       continue;
     }
     kernels::MatmulQ4 k(model.kernels(), model.prefill_matmul(m.key));
