@@ -2,7 +2,8 @@
 # Runs on the lent GPU machine (see scripts/device_pack.sh): installs the Vulkan loader, makes sure
 # Dawn sees the real GPU (never Dawn's Null adapter), then runs the benchmarks given as arguments
 # ("gpu", "llm" = bench llm with the seed candidate, "llm-tuned" = the same with
-# bench/results/tuned_runtime.json, "tune" = ember tune then bench llm of the
+# bench/results/tuned_runtime.json, "llm-prefetch" = that candidate with decode prefetch off, then on
+# (after llm-tuned), "ss-flow-opts" = ss-flow split-K / attention prefetch options at batch 2, "tune" = ember tune then bench llm of the
 # tuned pack, "tune-mlp" = the same with --allow-mlp-pair (fused vs unfused MLP timed, the faster
 # kept: it names the down weight), "ss-flow", "ss-flow-attn" = flash-attention variants and mlp.2
 # split-K at batch 2, "ss-flow-mm" = qmatmul variants at batch 2, "seed-check" = the ss-flow seed-configuration check against the CPU
@@ -82,9 +83,10 @@ for what in "$@"; do
       done
       ember bench ss-flow --synthetic --gpu-fast --attention tiled --repeats 3 ;;
     ss-flow-opts)
-      # Options at batch 2: split-K of the 768 x 768 matmuls, the quad attention's K/V tile prefetch.
-      for v in "" "--square-splits 2" "--square-splits 3" "--attn-prefetch" "--attn-prefetch --attn-queries 64" \
-               "--attn-prefetch --attn-keys 64" "--attn-prefetch --square-splits 2"; do
+      # Options at batch 2: split-K of the 768 x 768 matmuls, the quad attention's K/V tile prefetch
+      # (both on by default since 2026-12-04).
+      for v in "" "--square-splits 1" "--square-splits 3" "--attn-no-prefetch" "--attn-queries 64" "--attn-keys 64" \
+               "--attn-no-prefetch --square-splits 1"; do
         name=$(echo "x$v" | tr ' ' '_' | tr -d '-')
         ember bench ss-flow --synthetic --gpu-fast --json --batch2-only --no-sample --repeats 3 $v > "$OUT/ss_flow_opts_$name.json" || { echo "$v failed" >&2; continue; }
         python3 -c "import json,sys; f=json.load(open(sys.argv[1]))['forward_batch2']; k={e['kernel']: e['total_ms'] for e in f['kernels']}; sq=sum(v for n,v in k.items() if n.startswith(('self_attn.to_out','cross_attn.to_q','cross_attn.to_out'))); print('%-40s b2 wall %.2f ms, kernels %.2f, self_attn.flash %.2f, cross flash %.2f, 768x768 matmuls %.2f ms' % (sys.argv[2] or 'default', f['wall_ms'], f['gpu_kernels_ms'], k.get('self_attn.flash', 0), k.get('cross_attn.flash', 0), sq))" "$OUT/ss_flow_opts_$name.json" "$v"

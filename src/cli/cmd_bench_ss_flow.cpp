@@ -43,11 +43,11 @@ void add_bench_ss_flow(CLI::App& bench) {
     int repeats = 5, blocks = 0, resolution = 0;
     std::vector<uint32_t> matmul{16, 16, 16};
     uint32_t attn_queries = 128, attn_keys = 32;
-    bool attn_prefetch = false;
+    bool attn_no_prefetch = false;
     std::string attention = "quad";
     std::vector<uint32_t> attn_geometry{64, 8, 8};
     uint32_t mlp2_splits = 2;
-    uint32_t square_splits = 1;
+    uint32_t square_splits = 2;
     trellis::SamplerOptions sampler;
   };
   auto o = std::make_shared<Opts>();
@@ -62,11 +62,11 @@ void add_bench_ss_flow(CLI::App& bench) {
   cmd->add_option("--steps", o->sampler.steps, "sampling steps");
   cmd->add_option("--matmul", o->matmul, "qmatmul geometry: threads along tokens, along rows, K step")->expected(3);
   cmd->add_option("--mlp2-splits", o->mlp2_splits, "split-K chunks for mlp.2 (K = 3072; 1 = none; default 2)")->check(CLI::Range(1, 48));
-  cmd->add_option("--square-splits", o->square_splits, "split-K chunks for the 768 x 768 matmuls (self to_out, cross to_q/to_out; 1 = none)")
+  cmd->add_option("--square-splits", o->square_splits, "split-K chunks for the 768 x 768 matmuls (self to_out, cross to_q/to_out; 1 = none; default 2)")
       ->check(CLI::Range(1, 12));
   cmd->add_flag("--fuse-gelu", o->fuse_gelu, "GELU in the mlp.0 matmul epilogue");
   cmd->add_option("--attn-keys", o->attn_keys, "keys per flash-attention tile (quad variant)");
-  cmd->add_flag("--attn-prefetch", o->attn_prefetch, "quad flash attention: read the next K/V tile into registers during the current one");
+  cmd->add_flag("--attn-no-prefetch", o->attn_no_prefetch, "quad flash attention: load each K/V tile only when it is used (no register prefetch)");
   cmd->add_flag("--matmul-scalar", o->scalar_matmul, "qmatmul with scalar workgroup-memory reads (default: vec4)");
   cmd->add_flag("--no-quad", o->no_quad, "plain flash attention instead of the quad variant");
   cmd->add_flag("--batch2-only", o->batch2_only, "forward at batch 2 only (for sweeps)");
@@ -103,7 +103,7 @@ void add_bench_ss_flow(CLI::App& bench) {
     mo.attention_tiled = {o->attn_geometry[0], o->attn_geometry[1], o->attn_geometry[2],
                           o->attn_geometry.size() > 3 && o->attn_geometry[3] != 0};
     mo.attention_keys = o->attn_keys;
-    mo.attention_prefetch = o->attn_prefetch;
+    mo.attention_prefetch = !o->attn_no_prefetch;
     auto t_load = std::chrono::steady_clock::now();
     trellis::SsFlowModel model(kernels, *source, mo);
     const auto& c = model.config();
@@ -119,7 +119,7 @@ void add_bench_ss_flow(CLI::App& bench) {
                         {"config", {{"tokens", c.tokens()}, {"channels", c.model_channels}, {"blocks", c.num_blocks},
                                     {"heads", c.num_heads}, {"context", ctx}}},
                         {"matmul_geometry", o->matmul}, {"attention_queries", o->attn_queries},
-                        {"attention", attention_name(model.options().attention)}, {"attention_keys", o->attn_keys}, {"attention_prefetch", o->attn_prefetch},
+                        {"attention", attention_name(model.options().attention)}, {"attention_keys", o->attn_keys}, {"attention_prefetch", !o->attn_no_prefetch},
                         {"attention_geometry", {model.options().attention_tiled.queries, model.options().attention_tiled.queries_per_thread,
                                                 model.options().attention_tiled.keys_per_thread,
                                                 model.options().attention_tiled.prefetch ? 1u : 0u}}, {"fuse_gelu", o->fuse_gelu}, {"mlp2_k_splits", o->mlp2_splits}, {"square_k_splits", o->square_splits}, {"matmul_vec4", !o->scalar_matmul}};

@@ -27,14 +27,16 @@ struct SsFlowOptions {
   // 2 (2026-12-03): 21.2 ms per forward unsplit, 15.7 + 0.6 (sum pass) with 2; 3, 4, 6 no better.
   uint32_t mlp2_k_splits = 2;
   // The C x C matmuls (self to_out, cross to_q, cross to_out: K = 768, 6 output tiles of 128 rows):
-  // split-K chunks, likewise.
-  uint32_t square_k_splits = 1;
+  // split-K chunks, likewise. H200, batch 2 (2026-12-04): 15.4 ms per forward unsplit, 13.7 with 2, 15.4 with 3.
+  uint32_t square_k_splits = 2;
   // Flash attention: the quad variant where the device has subgroups (else plain), or the tiled
   // one where asked for (its geometry shrunk to fit the device's workgroup memory).
   kernels::FlashVariant attention = kernels::FlashVariant::Quad;
   uint32_t attention_queries = 128;  // plain and quad: queries per workgroup (H200: 128 > 64 > 32)
   uint32_t attention_keys = 32;      // quad: keys per workgroup-memory tile
-  bool attention_prefetch = false;   // quad: next K/V tile read into registers during the current one
+  // quad: the next K/V tile read into registers during the current one. H200, batch 2: self
+  // attention 49.3 -> 47.0 ms per forward (BQ 64 or BK 64 with it: 53-54 ms).
+  bool attention_prefetch = true;
   kernels::FlashTiledGeometry attention_tiled{};
   bool subgroups = true;            // use subgroup reductions where the device has them
   // GELU fused into the mlp.0 matmul's epilogue. Off by default: on the H200 (NVIDIA Vulkan) the
