@@ -34,6 +34,11 @@ uint32_t flash_tiled_workgroup_bytes(const FlashTiledGeometry& g, uint32_t head_
   return 4 * (head_dim * g.queries + std::max(head_dim, g.queries) * keys + keys * head_dim);
 }
 
+bool quad_prefetch_fits(uint32_t queries, uint32_t keys) {
+  const uint32_t vec4s = keys * 16;
+  return queries > 0 && vec4s % queries == 0 && vec4s / queries <= 8;
+}
+
 Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a, const std::string& region) {
   const std::string where = "flash_attention " + region;
   if (!aligned4({a.q_stride, a.q_offset, a.kv_stride, a.k_offset, a.v_offset, a.o_stride}))
@@ -52,9 +57,8 @@ Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a,
       if (a.keys_per_tile == 0 || a.keys_per_tile % 8) throw Error("keys per tile must be a positive multiple of 8", where);
       key = {.file = "flash_attention_quad.wgsl", .constants = {{"BQ", queries}, {"BK", a.keys_per_tile}}};
       if (a.prefetch_tile) {
-        const uint32_t vec4s = a.keys_per_tile * 16;
-        if (vec4s % queries || vec4s / queries > 8)
-          throw Error("tile prefetch needs keys_per_tile x 16 (" + std::to_string(vec4s) + ") a multiple of the " + std::to_string(queries) +
+        if (!quad_prefetch_fits(queries, a.keys_per_tile))
+          throw Error("tile prefetch needs keys_per_tile x 16 (" + std::to_string(a.keys_per_tile * 16) + ") a multiple of the " + std::to_string(queries) +
                           " queries per workgroup, at most 8 times it",
                       where, "use more queries per workgroup or fewer keys per tile, or no prefetch");
         key.defines.insert("PREFETCH");

@@ -43,6 +43,10 @@ struct FlashAttentionArgs {
   uint32_t head_dim = 64;  // 64; the tiled variant also takes 32
 };
 
+// Whether the quad variant's tile prefetch can split a K/V tile evenly over the workgroup (at
+// most 8 vec4 of each per thread).
+bool quad_prefetch_fits(uint32_t queries_per_workgroup, uint32_t keys_per_tile);
+
 Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& args, const std::string& region = "");
 
 struct HeadRmsNormArgs {

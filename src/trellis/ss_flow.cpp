@@ -47,9 +47,7 @@ SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const
     options_.attention = FlashVariant::Quad;
   if (options_.attention == FlashVariant::Quad && (!d.has_subgroups() || d.subgroup_size() % 4 != 0))
     options_.attention = FlashVariant::Plain;
-  // The tile prefetch needs each thread to hold an equal share (at most 8 vec4) of a K/V tile.
-  const uint32_t tile_vec4 = options_.attention_keys * 16;
-  if (options_.attention_queries == 0 || tile_vec4 % options_.attention_queries || tile_vec4 / options_.attention_queries > 8) options_.attention_prefetch = false;
+  if (!kernels::quad_prefetch_fits(options_.attention_queries, options_.attention_keys)) options_.attention_prefetch = false;
   if (options_.attention == FlashVariant::Tiled) {
     auto& g = options_.attention_tiled;
     const uint32_t limit = d.limits().maxComputeWorkgroupStorageSize, head_dim = uint32_t(config_.model_channels / config_.num_heads);
