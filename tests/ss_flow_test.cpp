@@ -47,6 +47,15 @@ trellis::SsFlowOptions small_tiles() {
   return o;
 }
 
+// rel L2 of a batch-2 forward (cond | neg, timesteps t0 and t1) on random x from `seed`.
+double batch2_rel_l2(trellis::SsFlowModel& model, uint32_t seed, double t0, double t1) {
+  auto& m = tiny_model();
+  auto x = test::random_floats(size_t(2 * m.config.in_channels * m.config.tokens()), seed);
+  std::vector<float> both = m.cond;
+  both.insert(both.end(), m.neg.begin(), m.neg.end());
+  return test::rel_l2(model.forward(x, {t0, t1}), reference::ss_flow_forward(m.config, m.weights, x, {t0, t1}, both, kCtx));
+}
+
 }  // namespace
 
 TEST(SsFlowModel, ConfigIsReadFromTensorShapes) {
@@ -97,12 +106,7 @@ TEST(SsFlowModel, SplitKForwardMatchesReference) {
   o.square_k_splits = 2;
   trellis::SsFlowModel model(test_kernels(), m.tensors, o);
   model.set_context(m.cond, m.neg, kCtx);
-  const int64_t n = m.config.in_channels * m.config.tokens();
-  auto x = test::random_floats(size_t(2 * n), 24);
-  std::vector<float> both = m.cond;
-  both.insert(both.end(), m.neg.begin(), m.neg.end());
-  auto ref = reference::ss_flow_forward(m.config, m.weights, x, {0.27, 0.64}, both, kCtx);
-  EXPECT_LT(test::rel_l2(model.forward(x, {0.27, 0.64}), ref), 1e-5);
+  EXPECT_LT(batch2_rel_l2(model, 24, 0.27, 0.64), 1e-5);
 }
 
 TEST(SsFlowModel, TiledAttentionForwardMatchesReference) {
@@ -112,13 +116,8 @@ TEST(SsFlowModel, TiledAttentionForwardMatchesReference) {
   trellis::SsFlowModel model(test_kernels(), m.tensors, o);
   if (model.options().attention != kernels::FlashVariant::Tiled) GTEST_SKIP() << "no subgroups of a multiple of 8 lanes";
   model.set_context(m.cond, m.neg, kCtx);
-  const int64_t n = m.config.in_channels * m.config.tokens();
-  auto x = test::random_floats(size_t(2 * n), 23);
-  std::vector<float> both = m.cond;
-  both.insert(both.end(), m.neg.begin(), m.neg.end());
-  auto ref = reference::ss_flow_forward(m.config, m.weights, x, {0.42, 0.9}, both, kCtx);
-  EXPECT_LT(test::rel_l2(model.forward(x, {0.42, 0.9}), ref), 1e-5);
-  std::vector<float> x1(x.begin(), x.begin() + n);
+  EXPECT_LT(batch2_rel_l2(model, 23, 0.42, 0.9), 1e-5);
+  auto x1 = test::random_floats(size_t(m.config.in_channels * m.config.tokens()), 23);
   EXPECT_LT(test::rel_l2(model.forward(x1, {0.42}), reference::ss_flow_forward(m.config, m.weights, x1, {0.42}, m.cond, kCtx)), 1e-5);
 }
 
