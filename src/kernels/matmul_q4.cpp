@@ -96,6 +96,7 @@ MatmulQ4::MatmulQ4(gpu::KernelCache& kernels, const MatmulConfig& config) : kern
   if (split) {
     gpu::KernelKey sum{.file = "matmul_q4_split_sum.wgsl", .constants = {{"WG", kSumWorkgroup}}};
     if (config.mode == OutputMode::accumulate) sum.defines.insert("ACCUMULATE");
+    if (sum_vec4()) sum.defines.insert("VEC4");
     sum_kernel_ = &kernels.get(sum);
   }
 }
@@ -124,7 +125,7 @@ MatmulBound MatmulQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, ui
     b.product.group = kernels_.bind(*kernel_, {w.quant, w.scales, x, y, {&b.product.params}});
     return b;
   }
-  const uint64_t n = uint64_t(tokens) * config_.rows;
+  const uint64_t n = uint64_t(tokens) * config_.rows / (sum_vec4() ? 4 : 1);  // in the sum's values
   require_binding(partials, 4 * matmul_split_floats(config_, tokens), "split-K partials", where);
   b.product.group = kernels_.bind(*kernel_, {w.quant, w.scales, x, partials, {&b.product.params}});
   const Grid grid = split_grid((n + kSumWorkgroup - 1) / kSumWorkgroup, max_dim, where);

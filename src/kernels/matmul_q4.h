@@ -67,6 +67,7 @@ class MatmulQ4 {
   MatmulConfig config_;
   const gpu::Kernel* kernel_ = nullptr;
   const gpu::Kernel* sum_kernel_ = nullptr;  // split-K only
+  bool sum_vec4() const { return config_.rows % 4 == 0; }  // the split sum reads vec4s
 };
 
 }  // namespace ember::kernels
