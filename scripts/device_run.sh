@@ -2,8 +2,8 @@
 # Runs on the lent GPU machine (see scripts/device_pack.sh): installs the Vulkan loader, makes sure
 # Dawn sees the real GPU (never Dawn's Null adapter), then runs the benchmarks given as arguments
 # ("gpu", "llm" = bench llm with the seed candidate, "llm-tuned" = the same with
-# bench/results/tuned_runtime.json, "llm-prefetch" = that candidate with decode prefetch off, then on
-# (after llm-tuned), "ss-flow-opts" = ss-flow split-K / attention prefetch options at batch 2, "tune" = ember tune then bench llm of the
+# bench/results/tuned_runtime.json, "llm-prefetch" / "llm-qk" = that candidate with decode prefetch /
+# the q/k norm + RoPE inside the decode attention off, then on (after llm-tuned), "ss-flow-opts" = ss-flow split-K / attention prefetch options at batch 2, "tune" = ember tune then bench llm of the
 # tuned pack, "tune-mlp" = the same with --allow-mlp-pair (fused vs unfused MLP timed, the faster
 # kept: it names the down weight), "ss-flow", "ss-flow-attn" = flash-attention variants and mlp.2
 # split-K at batch 2, "ss-flow-mm" = qmatmul variants at batch 2, "seed-check" = the ss-flow seed-configuration check against the CPU
@@ -45,6 +45,17 @@ seed_pack() {  # the seed-000-shape model with random weights, made here (fast o
     ember pack lfm2 --from /tmp/ember-seed/hf --out /tmp/ember-seed/pack >/dev/null
   fi
   echo /tmp/ember-seed/pack
+}
+# The recorded tune with one candidate switch off, then on (after llm-tuned made /tmp/seed_pack).
+switch_bench() {
+  local key=$1 name=$2
+  for on in false true; do
+    rm -rf /tmp/switch_pack && cp -r /tmp/seed_pack /tmp/switch_pack
+    python3 -c "import json,sys; j=json.load(open('bench/results/tuned_runtime.json')); j['candidate'][sys.argv[1]]=(sys.argv[2]=='true'); json.dump(j, open('/tmp/switch_pack/runtime.json','w'), indent=1)" "$key" $on
+    ember bench llm --model /tmp/switch_pack --quiet --json > "$OUT/bench_llm_${name}_$on.json"
+    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[2], sys.argv[3], 'TTFT %.2f ms' % j['ttft_ms'], ' '.join('ctx %d: %.0f tok/s (GPU step %.1f us)' % (c['context'], c['decode_tok_s'], c['step_gpu_us']) for c in j['contexts']))" "$OUT/bench_llm_${name}_$on.json" "$key" $on
+  done
+  ember bench llm --model /tmp/switch_pack --quiet --profile --repeats 1 --gen 64 | tee "$OUT/bench_llm_${name}_true.txt"
 }
 long_prompt() { python3 -c "print(' '.join(['the quick brown fox jumps over the lazy dog'] * 110))"; }
 
@@ -130,14 +141,8 @@ for what in "$@"; do
         python3 scripts/plot_bench.py "$OUT"/bench_llm_*.json -o "$OUT/decode_vs_context.svg" 2>/dev/null || true
       fi ;;
     serve) bash bench/serve_throughput.sh "$OUT/serve" ;;
-    llm-prefetch)  # the recorded tune with decode prefetch off, then on (candidate.decodePrefetch)
-      for pf in false true; do
-        rm -rf /tmp/pf_pack && cp -r /tmp/seed_pack /tmp/pf_pack
-        python3 -c "import json,sys; j=json.load(open('bench/results/tuned_runtime.json')); j['candidate']['decodePrefetch']=(sys.argv[1]=='true'); json.dump(j, open('/tmp/pf_pack/runtime.json','w'), indent=1)" $pf
-        ember bench llm --model /tmp/pf_pack --quiet --json > "$OUT/bench_llm_prefetch_$pf.json"
-        python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print('decodePrefetch', sys.argv[2], 'TTFT %.2f ms' % j['ttft_ms'], ' '.join('ctx %d: %.0f tok/s (GPU step %.1f us)' % (c['context'], c['decode_tok_s'], c['step_gpu_us']) for c in j['contexts']))" "$OUT/bench_llm_prefetch_$pf.json" $pf
-      done
-      ember bench llm --model /tmp/pf_pack --quiet --profile --repeats 1 --gen 64 | tee "$OUT/bench_llm_prefetch_true.txt" ;;
+    llm-prefetch) switch_bench decodePrefetch prefetch ;;
+    llm-qk) switch_bench qkInAttention qk ;;
     batch)
       pack=$(seed_pack)
       ember bench batch --model "$pack" --rows 1,2,4,8,16 --json --quiet > "$OUT/bench_batch.json"

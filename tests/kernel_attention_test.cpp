@@ -2,6 +2,8 @@
 // reference. Cache rows past the attended range hold poison, so reading them fails the test.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/error.h"
 #include "kernel_test_util.h"
 #include "kernels/attention.h"
@@ -128,6 +130,92 @@ TEST_P(AttentionDecodeTest, StepsSeveralSequencesInOneDispatch) {
   auto spare = test::poisoned(size_t(slots) * H * d, "out");
   gpu::Recorder rec(dev);
   EXPECT_THROW(attn.record(rec, attn.bind({&qb}, {&kb}, {&vb}, {&spare}, {&steps}), 1, slots + 1), Error);  // more than max_sequences
+}
+
+// norm_rope_kv: the raw token row of a fused qkv tensor in, the per-head q/k RMSNorm, RoPE and
+// KV append done inside the dispatch. The cache row of the token holds poison before the
+// dispatch (reading it would poison the output) and must hold the normed, rotated k and the raw v
+// after; every other row stays as it was. Several sequences at once, block counts that leave
+// blocks empty or split the token's block, and L = 1 (no cached key at all).
+TEST(AttentionDecode, NormRopeKvInsideTheAttention) {
+  if (!test_device().has_subgroups()) GTEST_SKIP() << "no subgroups (the fused path is the quad kernel's)";
+  auto& dev = test_device();
+  const uint32_t H = 4, KV = 2, d = 64, half = d / 2, positions = 120, slots = 3;
+  const float eps = 1e-5f;
+  for (uint32_t padding : {0u, 4u}) {
+    const uint32_t row = d + padding, Q = H * d, stride = (H + 2 * KV) * d + 8, seq_stride = positions * KV * row;
+    std::vector<float> cos(size_t(positions) * half), sin(cos.size());
+    for (uint32_t p = 0; p < positions; p++)
+      for (uint32_t i = 0; i < half; i++) {
+        double a = p * std::pow(1e4, -2.0 * i / d);
+        cos[size_t(p) * half + i] = float(std::cos(a));
+        sin[size_t(p) * half + i] = float(std::sin(a));
+      }
+    auto qw = test::random_floats(d, 40 + padding), kw = test::random_floats(d, 41 + padding);
+    const std::vector<uint32_t> seqs{2, 0}, lengths{97, 1};  // slot 1 is not stepped
+    auto qkv = test::random_floats(size_t(slots) * stride, 42 + padding, 2.0f);
+    std::vector<float> k, v;
+    std::vector<Cache> caches;
+    for (uint32_t s = 0; s < slots; s++) {
+      const uint32_t L = s == 2 ? lengths[0] : s == 0 ? lengths[1] : positions;
+      caches.push_back(make_cache(positions, L - 1, KV, row, 50 + s + padding));
+      k.insert(k.end(), caches.back().k.begin(), caches.back().k.end());
+      v.insert(v.end(), caches.back().v.begin(), caches.back().v.end());
+    }
+    std::vector<kernels::StepParams> entries;
+    for (size_t i = 0; i < seqs.size(); i++) entries.push_back({.start = lengths[i] - 1, .rows = 1, .seq = seqs[i]});
+    auto steps = dev.create_storage(entries.size() * sizeof(kernels::StepParams), "steps");
+    kernels::upload_steps(dev, steps, entries);
+    auto qwb = test::buffer_from(qw, "q_norm"), kwb = test::buffer_from(kw, "k_norm");
+    auto cb = test::buffer_from(cos, "cos"), sb = test::buffer_from(sin, "sin"), qb = test::buffer_from(qkv, "qkv");
+    kernels::AttentionDecode attn(test_kernels(), {.heads = H, .kv_heads = KV, .head_dim = d, .padding = padding, .q_stride = stride,
+                                                   .subgroups = true, .max_blocks = 8, .max_sequences = slots, .seq_stride = seq_stride,
+                                                   .norm_rope_kv = true, .k_offset = Q, .v_offset = Q + KV * d, .eps = eps});
+    ASSERT_TRUE(attn.fuses_norm_rope_kv());
+    for (uint32_t blocks : {1u, 3u, 8u}) {
+      auto kb = test::buffer_from(k, "k"), vb = test::buffer_from(v, "v");
+      auto out = test::poisoned(size_t(slots) * H * d, "out");
+      auto g = attn.bind({&qb}, {&kb}, {&vb}, {&out}, {&steps}, {{&qwb}, {&kwb}, {&cb}, {&sb}});
+      gpu::Recorder rec(dev);
+      attn.record(rec, g, blocks, static_cast<uint32_t>(seqs.size()));
+      rec.submit();
+      auto got = test::read_floats(out, size_t(slots) * H * d);
+      auto kgot = test::read_floats(kb, k.size()), vgot = test::read_floats(vb, v.size());
+      std::vector<float> kref = k, vref = v;
+      for (size_t i = 0; i < seqs.size(); i++) {
+        const uint32_t s = seqs[i], pos = lengths[i] - 1;
+        const float* tok = &qkv[size_t(s) * stride];
+        std::vector<float> q(tok, tok + Q), kt(tok + Q, tok + Q + KV * d), vt(tok + Q + KV * d, tok + Q + 2 * KV * d);
+        q = reference::rmsnorm(q, qw, H, d, eps);
+        kt = reference::rmsnorm(kt, kw, KV, d, eps);
+        reference::rope(q, 1, H, d, pos, cos, sin);
+        reference::rope(kt, 1, KV, d, pos, cos, sin);
+        Cache c = caches[s];
+        for (uint32_t h = 0; h < KV; h++)
+          for (uint32_t e = 0; e < d; e++) {
+            const size_t at = (size_t(pos) * KV + h) * row + e;
+            c.k[at] = kref[size_t(s) * seq_stride + at] = kt[h * d + e];
+            c.v[at] = vref[size_t(s) * seq_stride + at] = vt[h * d + e];
+          }
+        auto ref = reference::attention(q, c.k, c.v, 1, H, KV, d, row, pos);
+        std::vector<float> row_out(got.begin() + size_t(s) * H * d, got.begin() + size_t(s + 1) * H * d);
+        EXPECT_LT(test::rel_l2(row_out, ref), test::kF32Tolerance) << "sequence " << s << " blocks " << blocks << " padding " << padding;
+      }
+      EXPECT_EQ(vgot, vref) << "v is appended exactly, nothing else written; blocks " << blocks;
+      std::vector<float> written_got, written_ref;  // the appended k rows (the rest is poison or old keys)
+      for (size_t e = 0; e < k.size(); e++) {
+        if (kref[e] != k[e]) {
+          written_got.push_back(kgot[e]);
+          written_ref.push_back(kref[e]);
+        } else {
+          ASSERT_EQ(kgot[e], k[e]) << "k cache element " << e << " changed; blocks " << blocks;
+        }
+      }
+      ASSERT_EQ(written_ref.size(), seqs.size() * KV * d);
+      EXPECT_LT(test::rel_l2(written_got, written_ref), test::kF32Tolerance) << "blocks " << blocks;
+    }
+    EXPECT_THROW(attn.bind({&qb}, {&qb}, {&qb}, {&qb}, {&steps}), Error);  // it needs the norm weights and tables
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, AttentionDecodeTest, ::testing::Bool(),

@@ -19,12 +19,13 @@ AttentionConfig checked(const AttentionConfig& in, const std::string& where) {
 }
 
 AttentionParams params_of(const AttentionConfig& c) {
-  return {c.heads, c.kv_heads, c.head_dim, c.head_dim + c.padding, c.q_stride, c.q_offset, c.scale, c.seq_stride};
+  return {c.heads, c.kv_heads, c.head_dim, c.head_dim + c.padding, c.q_stride, c.q_offset, c.scale, c.seq_stride, c.k_offset, c.v_offset, c.eps, 0};
 }
 
 // The quad kernels read q and cache rows as vec4.
 bool rows_aligned(const AttentionParams& p) {
-  return p.row % 4 == 0 && p.q_stride % 4 == 0 && p.q_offset % 4 == 0 && p.seq_stride % 4 == 0;
+  return p.row % 4 == 0 && p.q_stride % 4 == 0 && p.q_offset % 4 == 0 && p.seq_stride % 4 == 0 && p.k_offset % 4 == 0 &&
+         p.v_offset % 4 == 0;
 }
 
 }  // namespace
@@ -41,6 +42,7 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
                 "use the shared variant");
   gpu::KernelKey key{.file = "attention_decode.wgsl", .constants = {{"WG", wg}, {"MAXD", config_.head_dim}}};
   if (config_.subgroups) key.defines.insert("SUBGROUPS");
+  if (config_.norm_rope_kv && !(config_.eps > 0)) throw Error("norm_rope_kv needs eps > 0", "AttentionDecode");
   gpu::KernelKey direct = key;
   // Head size 64 on 16-byte aligned rows: the quad kernel (a key per 4 lanes, dims in registers).
   const gpu::Device& device = kernels.device();
@@ -54,11 +56,16 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
     uint32_t direct_wg = std::min<uint32_t>(1024, device.limits().maxComputeInvocationsPerWorkgroup);
     while (direct_wg > wg && uint64_t(direct_wg) / sg_min * 256 + 1024 > device.limits().maxComputeWorkgroupStorageSize) direct_wg /= 2;
     direct.constants = {{"WG", std::max(wg, direct_wg)}, {"SG_MIN", sg_min}};
+    if (config_.norm_rope_kv) {
+      key.defines.insert("NORM_ROPE_KV");
+      direct.defines.insert("NORM_ROPE_KV");
+    }
   } else if (config_.subgroups && wg < sg_max) {
     // attention_decode.wgsl walks a tile's keys WG / subgroup size at a time.
     throw Error("workgroup " + std::to_string(wg) + " is below the adapter's largest subgroup (" + std::to_string(sg_max) + ")",
                 "AttentionDecode", "use a larger workgroup or the shared variant");
   }
+  if (key.file != "attention_decode_quad.wgsl") config_.norm_rope_kv = false;  // the general kernel reads normed q/k
   direct.defines.insert("DIRECT");
   partials_kernel_ = &kernels.get(key);
   direct_kernel_ = &kernels.get(direct);
@@ -73,9 +80,18 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
 
 AttentionDecode::Groups AttentionDecode::bind(gpu::Binding q, gpu::Binding k_cache, gpu::Binding v_cache,
                                               gpu::Binding out, gpu::Binding step) const {
+  if (config_.norm_rope_kv) throw Error("this attention applies the q/k norms and RoPE: bind it with their weights and tables", "AttentionDecode::bind");
   return {kernels_.bind(*partials_kernel_, {q, k_cache, v_cache, {&partials_}, {&params_}, step}),
           kernels_.bind(*combine_kernel_, {{&partials_}, out, {&params_}, step}),
           kernels_.bind(*direct_kernel_, {q, k_cache, v_cache, out, {&params_}, step})};
+}
+
+AttentionDecode::Groups AttentionDecode::bind(gpu::Binding q, gpu::Binding k_cache, gpu::Binding v_cache, gpu::Binding out,
+                                              gpu::Binding step, const NormRope& nr) const {
+  if (!config_.norm_rope_kv) throw Error("this attention reads normed q/k: bind it without norm weights", "AttentionDecode::bind");
+  return {kernels_.bind(*partials_kernel_, {q, k_cache, v_cache, {&partials_}, {&params_}, step, nr.q_norm, nr.k_norm, nr.cos, nr.sin}),
+          kernels_.bind(*combine_kernel_, {{&partials_}, out, {&params_}, step}),
+          kernels_.bind(*direct_kernel_, {q, k_cache, v_cache, out, {&params_}, step, nr.q_norm, nr.k_norm, nr.cos, nr.sin})};
 }
 
 void AttentionDecode::record(gpu::Recorder& rec, const Groups& groups, uint32_t blocks, uint32_t sequences) const {

@@ -19,9 +19,11 @@ namespace ember::kernels {
 struct AttentionParams {
   uint32_t heads, kv_heads, head_dim, row, q_stride, q_offset;
   float scale;
-  uint32_t seq_stride;
+  uint32_t seq_stride, k_offset, v_offset;
+  float eps;
+  uint32_t pad0;
 };
-static_assert(sizeof(AttentionParams) == 32);
+static_assert(sizeof(AttentionParams) == 48);
 
 struct AttentionConfig {
   uint32_t heads = 0, kv_heads = 0, head_dim = 0;  // heads a multiple of kv_heads
@@ -33,6 +35,13 @@ struct AttentionConfig {
   uint32_t max_blocks = 64;             // decode: largest B record() accepts (sizes the partials)
   uint32_t max_sequences = 1;           // decode: most sequences one record() steps (sizes the partials)
   uint32_t seq_stride = 0;              // decode: elements between two sequences' caches
+  // Decode: q is the token's raw fused qkv row (k at k_offset, v at v_offset, elements): the
+  // kernel applies the per-head q/k RMSNorm (eps) and RoPE and appends k/v to the caches, the job
+  // of QkNormRopeKv, in the attention dispatch. Honoured by the quad kernel only (subgroups, head
+  // size 64, aligned rows); fuses_norm_rope_kv() says whether it was.
+  bool norm_rope_kv = false;
+  uint32_t k_offset = 0, v_offset = 0;
+  float eps = 0;
   uint32_t query_tile = 64;             // prefill: queries per workgroup = threads
   uint32_t key_tile = 32;               // prefill: keys per workgroup-memory tile (multiple of 8)
 };
@@ -49,7 +58,15 @@ class AttentionDecode {
   // per sequence, the caches one slot per sequence at seq_stride; record() steps the first
   // `sequences` entries.
   Groups bind(gpu::Binding q, gpu::Binding k_cache, gpu::Binding v_cache, gpu::Binding out, gpu::Binding step) const;
+  // With fuses_norm_rope_kv(): also the norm weights ([head_dim] each) and the RoPE tables
+  // ([positions][head_dim / 2]); step.start is the token's position, its k/v not yet in the cache.
+  struct NormRope {
+    gpu::Binding q_norm, k_norm, cos, sin;
+  };
+  Groups bind(gpu::Binding q, gpu::Binding k_cache, gpu::Binding v_cache, gpu::Binding out, gpu::Binding step,
+              const NormRope& norm_rope) const;
   void record(gpu::Recorder& rec, const Groups& groups, uint32_t blocks, uint32_t sequences = 1) const;
+  bool fuses_norm_rope_kv() const { return config_.norm_rope_kv; }
 
  private:
   gpu::KernelCache& kernels_;

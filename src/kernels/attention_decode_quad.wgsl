@@ -8,17 +8,34 @@
 // with the same short chain and no combine dispatch. Needs subgroups of a
 // multiple of 4 lanes laid out over local_invocation_index, and 16-byte aligned rows (the C++
 // side checks row, q_stride, q_offset and seq_stride are multiples of 4).
+//
+// NORM_ROPE_KV: q is the token's raw fused qkv row (q at q_offset, k at k_offset, v at v_offset):
+// every quad applies the per-head RMSNorm and rotate-half RoPE to its q head and to the fresh k
+// in registers (qk_norm_rope_kv.wgsl's math), uses the fresh k/v for the current position instead
+// of the cache, and the one workgroup per kv head that owns that position appends k/v to the
+// caches. No workgroup of the dispatch reads the cache row being written.
 enable subgroups;
 
 #include "step.wgsl"
 #include "attention_params.wgsl"
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
+#if NORM_ROPE_KV
+@group(0) @binding(1) var<storage, read_write> k_cache: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> v_cache: array<vec4<f32>>;
+#else
 @group(0) @binding(1) var<storage, read> k_cache: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> v_cache: array<vec4<f32>>;
+#endif
 @group(0) @binding(3) var<storage, read_write> partials: array<f32>;
 @group(0) @binding(4) var<uniform> p: AttentionParams;
 @group(0) @binding(5) var<storage, read> steps: array<Step>;
+#if NORM_ROPE_KV
+@group(0) @binding(6) var<storage, read> q_norm_w: array<vec4<f32>>;  // [64]
+@group(0) @binding(7) var<storage, read> k_norm_w: array<vec4<f32>>;  // [64]
+@group(0) @binding(8) var<storage, read> cos_table: array<vec4<f32>>; // [positions][32]
+@group(0) @binding(9) var<storage, read> sin_table: array<vec4<f32>>;
+#endif
 
 override WG: u32 = 64u;  // threads: WG / 4 quads, one key each at a time
 override QUADS: u32 = WG / 4u;
@@ -28,6 +45,33 @@ const MASKED = -1.0e30;
 #include "reduce.wgsl"
 
 var<workgroup> merged: array<vec4<f32>, WG / SG_MIN * 16u>;  // [subgroup][16 vec4 = 64 dims]
+
+#if NORM_ROPE_KV
+// One head's RMSNorm (weight w) and RoPE at `pos`, spread over a quad: lane `part` holds dims
+// [16 part, 16 part + 16) in x. Dim i < 32 pairs with i + 32, which lane part ^ 2 holds; both use
+// angle i mod 32. Called in uniform control flow (quad shuffles).
+fn norm_rope(x: array<vec4<f32>, 4>, w_base: u32, is_q: bool, part: u32, pos: u32) -> array<vec4<f32>, 4> {
+  var ss = 0.0;
+  for (var b = 0u; b < 4u; b++) { ss += dot(x[b], x[b]); }
+  ss += subgroupShuffleXor(ss, 1u);
+  ss += subgroupShuffleXor(ss, 2u);
+  let r = inverseSqrt(ss / 64.0 + p.eps);
+  let angle = pos * 8u + (part & 1u) * 4u;  // vec4 index of angle 16 (part & 1) at pos
+  let sign = select(-1.0, 1.0, part >= 2u);
+  var y: array<vec4<f32>, 4>;
+  for (var b = 0u; b < 4u; b++) {
+    var w = k_norm_w[w_base + b];
+    if (is_q) { w = q_norm_w[w_base + b]; }
+    y[b] = x[b] * r * w;
+  }
+  var out: array<vec4<f32>, 4>;
+  for (var b = 0u; b < 4u; b++) {
+    let partner = subgroupShuffleXor(y[b], 2u);
+    out[b] = y[b] * cos_table[angle + b] + sign * partner * sin_table[angle + b];
+  }
+  return out;
+}
+#endif
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
@@ -47,7 +91,31 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 
   let qbase = (st.seq * p.q_stride + p.q_offset + h * 64u) / 4u + part * 4u;
   var qv: array<vec4<f32>, 4>;
+#if NORM_ROPE_KV
+  let pos = st.start;  // this token: its k/v come from qkv, not the cache
+  let kbase = (st.seq * p.q_stride + p.k_offset + kvh * 64u) / 4u + part * 4u;
+  let vbase = (st.seq * p.q_stride + p.v_offset + kvh * 64u) / 4u + part * 4u;
+  var kraw: array<vec4<f32>, 4>;
+  var vf: array<vec4<f32>, 4>;
+  for (var b = 0u; b < 4u; b++) {
+    qv[b] = q[qbase + b];
+    kraw[b] = q[kbase + b];
+    vf[b] = q[vbase + b];
+  }
+  qv = norm_rope(qv, part * 4u, true, part, pos);
+  let kf = norm_rope(kraw, part * 4u, false, part, pos);
+  for (var b = 0u; b < 4u; b++) { qv[b] *= p.scale; }
+  // The workgroup whose keys hold `pos`, for the first q head of its kv head, appends k/v.
+  if (pos >= begin && pos < end && h % (p.heads / p.kv_heads) == 0u && li < 4u) {
+    let dst = (st.seq * p.seq_stride + (pos * p.kv_heads + kvh) * p.row) / 4u + part * 4u;
+    for (var b = 0u; b < 4u; b++) {
+      k_cache[dst + b] = kf[b];
+      v_cache[dst + b] = vf[b];
+    }
+  }
+#else
   for (var b = 0u; b < 4u; b++) { qv[b] = q[qbase + b] * p.scale; }
+#endif
 
   var m = MASKED;
   var l = 0.0;
@@ -59,8 +127,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     let key = begin + i * QUADS + quad;
     let valid = key < end;
     let base = (st.seq * p.seq_stride + (min(key, L - 1u) * p.kv_heads + kvh) * p.row) / 4u + part * 4u;
+#if NORM_ROPE_KV
+    let fresh = key >= pos;  // the current token (or a lane past the end, whose score is dropped)
+    var kk = kf;
+    if (!fresh) {
+      for (var b = 0u; b < 4u; b++) { kk[b] = k_cache[base + b]; }
+    }
+    var s = dot(qv[0], kk[0]) + dot(qv[1], kk[1]) + dot(qv[2], kk[2]) + dot(qv[3], kk[3]);
+#else
     var s = dot(qv[0], k_cache[base]) + dot(qv[1], k_cache[base + 1u]) + dot(qv[2], k_cache[base + 2u]) +
             dot(qv[3], k_cache[base + 3u]);
+#endif
     s += subgroupShuffleXor(s, 1u);
     s += subgroupShuffleXor(s, 2u);
     if (valid) {
@@ -68,7 +145,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
       let corr = exp(m - m_new);
       let pw = exp(s - m_new);
       l = l * corr + pw;
+#if NORM_ROPE_KV
+      var vv = vf;
+      if (!fresh) {
+        for (var b = 0u; b < 4u; b++) { vv[b] = v_cache[base + b]; }
+      }
+      for (var b = 0u; b < 4u; b++) { acc[b] = acc[b] * corr + pw * vv[b]; }
+#else
       for (var b = 0u; b < 4u; b++) { acc[b] = acc[b] * corr + pw * v_cache[base + b]; }
+#endif
       m = m_new;
     }
   }

@@ -85,6 +85,8 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
   k.gated_gate_up = !c.unfused;
   k.conv_step_in_proj = !c.unfused;
   k.qk_fuse = !c.unfused;
+  k.qk_in_attention = !c.unfused;
+  if (auto it = c.extra.find("qkInAttention"); it != c.extra.end() && it->is_boolean()) k.qk_in_attention = !c.unfused && it->get<bool>();
   k.prefetch = !c.unfused && adapter.type != "CPU";
   if (auto it = c.extra.find("decodePrefetch"); it != c.extra.end() && it->is_boolean()) k.prefetch = !c.unfused && it->get<bool>();
   k.padding = static_cast<uint32_t>(std::max<int64_t>(0, c.padding));

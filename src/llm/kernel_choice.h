@@ -38,6 +38,9 @@ struct KernelChoices {
   bool conv_step_in_proj = true;
   // Attention input (decode and prefill): q/k norms, RoPE and the KV append as one dispatch (off with unfused).
   bool qk_fuse = true;
+  // Decode: that step inside the attention dispatch instead (the quad decode kernel, where it
+  // applies; candidate extra key `qkInAttention`, default on; off with unfused).
+  bool qk_in_attention = true;
   // Each decode matvec reads the next one's weights into the L2 cache (extra workgroups; candidate
   // extra key `decodePrefetch`, default on for GPUs, off for CPU adapters and with `unfused`).
   bool prefetch = false;

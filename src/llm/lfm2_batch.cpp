@@ -109,7 +109,7 @@ Lfm2BatchDecoder::Lfm2BatchDecoder(std::vector<Lfm2Model*> sequences)
   kernels::QkNormRopeKvConfig qc = kc.qk_norm_rope_kv;
   qc.cache_stride = caches.kv_slot_stride();
   o.qk_norm_rope_kv.emplace(kernels, qc);
-  kernels::AttentionConfig ac = kc.attention;
+  kernels::AttentionConfig ac = kc.attention_decode;
   ac.max_sequences = N;
   ac.seq_stride = caches.kv_slot_stride();
   o.attn_decode.emplace(kernels, ac);
@@ -174,9 +174,12 @@ Lfm2BatchDecoder::Lfm2BatchDecoder(std::vector<Lfm2Model*> sequences)
     layer.op_norm = o.norm->bind({&x_}, {&weights.section(mix + (attn ? "qkv.norm" : "in_proj.norm"))}, {&h_});
     layer.ffn_norm = o.norm->bind({&x_}, {&weights.section(p + "mlp.gate_up.norm")}, {&h_});
     if (attn) {
-      layer.qk_norm_rope_kv = o.qk_norm_rope_kv->bind({&qkv_}, {&weights.section(p + "attn.qkv.q_norm")}, {&weights.section(p + "attn.qkv.k_norm")},
-                                                      {&cos}, {&sin}, caches.k_all(i), caches.v_all(i), {&steps_});
-      layer.attn = o.attn_decode->bind({&qkv_}, caches.k_all(i), caches.v_all(i), {&attn_}, {&steps_});
+      const auto& q_norm = weights.section(p + "attn.qkv.q_norm");
+      const auto& k_norm = weights.section(p + "attn.qkv.k_norm");
+      layer.qk_norm_rope_kv = o.qk_norm_rope_kv->bind({&qkv_}, {&q_norm}, {&k_norm}, {&cos}, {&sin}, caches.k_all(i), caches.v_all(i), {&steps_});
+      if (o.attn_decode->fuses_norm_rope_kv())
+        layer.attn = o.attn_decode->bind({&qkv_}, caches.k_all(i), caches.v_all(i), {&attn_}, {&steps_}, {{&q_norm}, {&k_norm}, {&cos}, {&sin}});
+      else layer.attn = o.attn_decode->bind({&qkv_}, caches.k_all(i), caches.v_all(i), {&attn_}, {&steps_});
     } else {
       layer.conv = o.conv->bind({&bcx_}, {&weights.section(p + "conv.core.taps")}, caches.conv_state_all(i), {&conv_y_}, {&steps_});
     }
@@ -268,7 +271,7 @@ void Lfm2BatchDecoder::record(gpu::Recorder& rec, std::span<const uint32_t> rows
     o.norm->record(rec, l.op_norm, T);
     matvec(l.mix_in_key, w.mix_in[i]);
     if (l.type == LayerType::Attention) {
-      o.qk_norm_rope_kv->record(rec, l.qk_norm_rope_kv, 1, n);
+      if (!o.attn_decode->fuses_norm_rope_kv()) o.qk_norm_rope_kv->record(rec, l.qk_norm_rope_kv, 1, n);
       o.attn_decode->record(rec, l.attn, choices.blocks_for(longest), n);
     } else {
       o.conv->record(rec, l.conv, 1, n);

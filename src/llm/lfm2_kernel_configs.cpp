@@ -18,6 +18,11 @@ Lfm2KernelConfigs lfm2_kernel_configs(const formats::LlmShape& s, const KernelCh
                 .v_offset = Q + KV};
   c.attention = {.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D, .padding = choices.padding, .q_stride = QKV, .q_offset = 0,
                  .subgroups = sg};
+  c.attention_decode = c.attention;
+  c.attention_decode.norm_rope_kv = choices.qk_in_attention;
+  c.attention_decode.k_offset = Q;
+  c.attention_decode.v_offset = Q + KV;
+  c.attention_decode.eps = eps;
   c.qk_norm_rope_kv = {.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D, .padding = choices.padding, .stride = QKV,
                        .q_offset = 0, .k_offset = Q, .v_offset = Q + KV, .eps = eps};
   return c;

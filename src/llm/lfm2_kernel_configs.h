@@ -19,6 +19,7 @@ struct Lfm2KernelConfigs {
   kernels::RopeConfig rope;               // q and k of the qkv rows
   kernels::KvWriteConfig kv_write;        // k and v of the qkv rows into the caches
   kernels::AttentionConfig attention;     // q of the qkv rows over the caches
+  kernels::AttentionConfig attention_decode;  // the same, with the q/k norms + RoPE + KV append where qk_in_attention
   kernels::QkNormRopeKvConfig qk_norm_rope_kv;  // q_norm + k_norm + rope + kv_write in one kernel
 };
 

@@ -123,7 +123,7 @@ void Lfm2Model::build() {
   o.kv_write.emplace(kernels, kc.kv_write);
   if (choices_.qk_fuse)
     o.qk_norm_rope_kv.emplace(kernels, kc.qk_norm_rope_kv);
-  o.attn_decode.emplace(kernels, kc.attention);
+  o.attn_decode.emplace(kernels, kc.attention_decode);
   o.attn_prefill.emplace(kernels, kc.attention);
   o.conv_decode.emplace(kernels, kernels::ConvConfig{.hidden = H, .fused = true});
   o.conv_prefill.emplace(kernels, kernels::ConvConfig{.hidden = H, .fused = false});
@@ -283,7 +283,10 @@ void Lfm2Model::build() {
       if (o.qk_norm_rope_kv)
         layer.qk_norm_rope_kv = o.qk_norm_rope_kv->bind({&qkv_}, {&weights_->section(p + "attn.qkv.q_norm")}, {&weights_->section(p + "attn.qkv.k_norm")},
                                                         {&cos}, {&sin}, k_cache(i), v_cache(i), {&step_});
-      layer.attn_decode = o.attn_decode->bind({&qkv_}, k_cache(i), v_cache(i), {&attn_}, {&step_});
+      if (o.attn_decode->fuses_norm_rope_kv())
+        layer.attn_decode = o.attn_decode->bind({&qkv_}, k_cache(i), v_cache(i), {&attn_}, {&step_},
+                                                {{&weights_->section(p + "attn.qkv.q_norm")}, {&weights_->section(p + "attn.qkv.k_norm")}, {&cos}, {&sin}});
+      else layer.attn_decode = o.attn_decode->bind({&qkv_}, k_cache(i), v_cache(i), {&attn_}, {&step_});
       layer.attn_prefill = o.attn_prefill->bind({&qkv_}, k_cache(i), v_cache(i), {&attn_}, {&step_});
     } else {
       layer.conv_decode = o.conv_decode->bind({&bcx_}, {taps}, conv_state(i), {&conv_y_}, {&step_});
@@ -379,7 +382,9 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
     if (decode) o.matvec.at(l.mix_in_key).record(rec, l.mix_in_mv);
     else o.matmul.at(l.mix_in_key).record(rec, chunk->mix_in[i]);
     if (l.type == LayerType::Attention) {
-      if (o.qk_norm_rope_kv) {
+      if (decode && o.attn_decode->fuses_norm_rope_kv()) {
+        // the attention dispatch norms, rotates and appends k/v itself
+      } else if (o.qk_norm_rope_kv) {
         o.qk_norm_rope_kv->record(rec, l.qk_norm_rope_kv, T);
       } else {
         o.q_norm->record(rec, l.q_norm, T);
