@@ -102,6 +102,24 @@ TEST(Lfm2Engine, PrefillEqualsDecodeWithFusedMlp) {
   fs::remove_all(dir);
 }
 
+// The prefill gate_up matmul applies silu * up itself (no silu_mul dispatch); a split-K
+// geometry cannot, and keeps the separate activation after its sum pass: two dispatches more per
+// layer, the same logits.
+TEST(Lfm2Engine, PrefillGateUpEpilogueSavesTheActivationDispatch) {
+  fs::path dir = fs::temp_directory_path() / "ember_candidates" / std::to_string(getpid()) / "prefill_gated";
+  const nlohmann::json split = {{"mlp_gate_up", {{"wgTokens", 8}, {"wgRows", 8}, {"kStep", 16}, {"micro", 4}, {"kSplits", 2}}}};
+  auto gated = formats::LlmPack::open(test::lfm2_test_pack("tiny"));
+  auto ungated = formats::LlmPack::open(test::with_candidate(test::lfm2_test_pack("tiny"), dir, {{"prefillMatmul", split}}));
+  const auto ids = prompt_ids(gated.shape().vocab, 21, 4);
+  llm::Lfm2Model a(test::test_device(), test::test_kernels(), gated, {.prefill_chunk = 32, .quiet = true});
+  llm::Lfm2Model b(test::test_device(), test::test_kernels(), ungated, {.prefill_chunk = 32, .quiet = true});
+  a.prefill(ids);
+  b.prefill(ids);
+  EXPECT_EQ(b.prefill_dispatches(), a.prefill_dispatches() + 2 * gated.shape().layers());
+  EXPECT_LT(test::rel_l2(gpu_logits(a), gpu_logits(b)), 1e-4);
+  fs::remove_all(dir);
+}
+
 // A prefill chunk records O(layers) dispatches whatever its length and MLP choice.
 TEST(Lfm2Engine, PrefillDispatchesDoNotGrowWithTokens) {
   fs::path dir = fs::temp_directory_path() / "ember_candidates" / std::to_string(getpid()) / "prefill_dispatches";

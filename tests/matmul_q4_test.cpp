@@ -3,6 +3,8 @@
 // seed-like prefill shapes.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/error.h"
 #include "gpu/recorder.h"
 #include "kernels/matmul_q4.h"
@@ -82,6 +84,47 @@ TEST(MatmulQ4, SeedLikePrefillShapes) {
   EXPECT_LT(run_matmul(1024, 2560, 37, kernels::OutputMode::accumulate, {}, 8, /*kmajor=*/true), test::kF32Tolerance);
   EXPECT_LT(run_matmul(1024, 2560, 37, kernels::OutputMode::accumulate, {16, 16, 16, 8, true}, 9, /*kmajor=*/true), test::kF32Tolerance);
   EXPECT_LT(run_matmul(1024, 2560, 37, kernels::OutputMode::accumulate, {8, 32, 16, 4, true, 2}, 10), test::kF32Tolerance);
+}
+
+// GATED: Y [T][F] = silu(gate) * up of the product with W = [gate rows | up rows]; F not a
+// multiple of the tile's half (the last workgroup's gate half runs past F), tokens not a multiple
+// of the tile; the output beyond T x F stays poison.
+TEST(MatmulQ4, GatedEpilogueMatchesSiluOfGateTimesUp) {
+  auto& dev = test::test_device();
+  uint32_t seed = 900;
+  for (const auto& g : kGeometries) {
+    if (!kernels::matmul_gated_fits(g)) continue;
+    for (auto [F, cols, tokens] : std::vector<std::tuple<uint32_t, uint32_t, uint32_t>>{{5, 64, 3}, {40, 96, 17}, {100, 64, 70}}) {
+      const uint32_t rows = 2 * F;
+      auto host = reference::quantize_q4_symmetric(test::random_floats(size_t(rows) * cols, seed), rows, cols);
+      auto x = test::random_floats(size_t(tokens) * cols, seed + 1);
+      auto prod = reference::matmul(reference::dequantize_q4(host), rows, cols, x, tokens);
+      std::vector<float> ref(size_t(tokens) * F);
+      for (uint32_t t = 0; t < tokens; t++)
+        for (uint32_t i = 0; i < F; i++) {
+          const double gate = prod[size_t(t) * rows + i], up = prod[size_t(t) * rows + F + i];
+          ref[size_t(t) * F + i] = float(gate / (1.0 + std::exp(-gate)) * up);
+        }
+      auto w = test::upload_q4(host);
+      gpu::Buffer xb = test::upload_floats(x, "x");
+      gpu::Buffer yb = test::upload_floats(std::vector<float>(ref.size() + 16, test::kPoison), "y");
+      kernels::MatmulQ4 mm(test::test_kernels(), {.rows = rows, .cols = cols, .geometry = g, .gated = true});
+      auto bound = mm.bind(w.matrix, {&xb}, {&yb}, tokens);
+      gpu::Recorder rec(dev);
+      mm.record(rec, bound);
+      rec.submit();
+      auto got = dev.download_as<float>(yb);
+      for (size_t e = ref.size(); e < got.size(); e++) ASSERT_EQ(got[e], test::kPoison) << "wrote past T x F";
+      got.resize(ref.size());
+      EXPECT_LT(test::rel_l2(got, ref), test::kF32Tolerance) << "F " << F << " T " << tokens << " geometry " << kernels::matmul_geometry_name(g);
+      seed += 2;
+    }
+  }
+  auto& k = test::test_kernels();
+  EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 64, .cols = 64, .geometry = {.k_splits = 2}, .gated = true}), Error);
+  EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 64, .cols = 64, .geometry = {16, 16, 16, 4, true}, .gated = true}), Error);
+  EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 64, .cols = 64, .mode = kernels::OutputMode::accumulate, .gated = true}), Error);
+  EXPECT_THROW(kernels::MatmulQ4(k, {.rows = 63, .cols = 64, .gated = true}), Error);
 }
 
 TEST(MatmulQ4, RejectsBadGeometriesAndShapes) {

@@ -56,6 +56,8 @@ uint64_t shared_bytes(const MatmulGeometry& g) {
 }
 }  // namespace
 
+bool matmul_gated_fits(const MatmulGeometry& g) { return g.k_splits == 1 && !(g.vec4 && g.micro == 4); }
+
 bool matmul_geometry_fits(const MatmulGeometry& g, const WGPULimits& lim) {
   const uint64_t threads = uint64_t(g.wg_tokens) * g.wg_rows;
   return threads >= 1 && (g.k_step == 8 || g.k_step == 16 || g.k_step == 32) && (g.micro == 8 || g.micro == 4) && g.k_splits >= 1 &&
@@ -85,6 +87,9 @@ MatmulQ4::MatmulQ4(gpu::KernelCache& kernels, const MatmulConfig& config) : kern
   if (config.kmajor && g.tile_rows() % 8 != 0)
     throw Error("geometry " + name + " has " + std::to_string(g.tile_rows()) + " rows per tile", where,
                 "k-major weights need a multiple of 8 rows per tile (one word): use an even wg_rows");
+  if (config.gated && (config.kmajor || config.mode != OutputMode::overwrite || config.rows % 2 != 0 || !matmul_gated_fits(g)))
+    throw Error("the gated epilogue needs row-major W with an even row count, overwrite mode, no K split and not vec4 with micro 4", where,
+                "run the product ungated and apply the activation separately");
   gpu::KernelKey key{.file = "matmul_q4.wgsl", .constants = {{"WG_T", g.wg_tokens}, {"WG_R", g.wg_rows}, {"KS", g.k_step}}};
   const bool split = g.k_splits > 1;
   if (split) key.defines.insert("SPLIT_K");
@@ -92,6 +97,7 @@ MatmulQ4::MatmulQ4(gpu::KernelCache& kernels, const MatmulConfig& config) : kern
   if (config.kmajor) key.defines.insert("KMAJOR");
   if (g.micro == 4) key.defines.insert("MICRO4");
   if (g.vec4) key.defines.insert("VEC4");
+  if (config.gated) key.defines.insert("GATED");
   kernel_ = &kernels.get(key);
   if (split) {
     gpu::KernelKey sum{.file = "matmul_q4_split_sum.wgsl", .constants = {{"WG", kSumWorkgroup}}};
@@ -107,9 +113,10 @@ MatmulBound MatmulQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, ui
   if (config_.kmajor) check_q4_matrix(w, config_.cols, config_.rows, false, where);
   else check_q4_matrix(w, config_.rows, config_.cols, false, where);
   require_binding(x, uint64_t(tokens) * config_.cols * 4, "x", where);
-  require_binding(y, uint64_t(tokens) * config_.rows * 4, "y", where);
+  require_binding(y, uint64_t(tokens) * (config_.gated ? config_.rows / 2 : config_.rows) * 4, "y", where);
   const uint32_t max_dim = kernels_.device().limits().maxComputeWorkgroupsPerDimension;
   const MatmulGeometry& g = config_.geometry;
+  // (GATED: F = rows / 2 outputs, tile_rows / 2 per workgroup: the same count.)
   uint64_t gx = (uint64_t(config_.rows) + g.tile_rows() - 1) / g.tile_rows();
   uint64_t gy = (uint64_t(tokens) + g.tile_tokens() - 1) / g.tile_tokens();
   if (gx > max_dim || gy > max_dim)

@@ -37,7 +37,12 @@ struct MatmulConfig {
   // the MLP's down.kquant, which is the down weight of a run with the fused decode MLP.
   bool kmajor = false;
   MatmulGeometry geometry{};
+  // W [rows = 2 F][cols] holds gate rows then up rows; Y [tokens][F] = silu(gate) * up (the
+  // activation as the epilogue; overwrite mode, row-major W, no split-K, not vec4 with micro 4).
+  bool gated = false;
 };
+// Whether `g` can run the gated epilogue.
+bool matmul_gated_fits(const MatmulGeometry& g);
 
 // Floats of split scratch a split-K product of `tokens` tokens needs (0 without split-K).
 uint64_t matmul_split_floats(const MatmulConfig& config, uint32_t tokens);

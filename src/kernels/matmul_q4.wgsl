@@ -14,6 +14,10 @@
 // that partial to y[z][T][rows]; matmul_q4_split_sum.wgsl adds the partials into Y. More
 // workgroups for shapes whose outputs alone do not fill the GPU.
 // VEC4: the workgroup tiles read as vec4 (matmul_tiles.wgsl).
+// GATED: W is [rows = 2 F][cols], gate rows then up rows, and Y [T][F] = silu(gate) * up (the
+// MLP's gate_up with its activation as the epilogue). A workgroup's first BR / 2 tile rows are
+// gate rows, the rest the matching up rows, so a thread holds both halves of its outputs (rows j
+// and j + MR / 2 of its micro tile; not with VEC4 and MICRO4, whose runs of 4 do not split).
 
 struct Params {
   rows: u32,
@@ -44,6 +48,17 @@ override BR = WG_R * MR;
 
 #include "q4_block.wgsl"
 #include "matmul_tiles.wgsl"
+
+#if GATED
+// The weight row of tile row rl in workgroup column `col`: gate row g or up row F + g, with
+// g = col BR / 2 + rl % (BR / 2); past the last gate row none (u32 max, read as zeros).
+fn gated_row(col: u32, rl: u32) -> u32 {
+  let F = p.rows / 2u;
+  let g = col * (BR / 2u) + rl % (BR / 2u);
+  if (g >= F) { return 0xffffffffu; }
+  return select(g, F + g, rl >= BR / 2u);
+}
+#endif
 
 @compute @workgroup_size(NT)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
@@ -93,7 +108,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     for (var idx = li; idx < BR * (KS / 8u); idx += NT) {
       let kw = idx % (KS / 8u);
       let rl = idx / (KS / 8u);
+#if GATED
+      let r = gated_row(wg.x, rl);
+#else
       let r = r0 + rl;
+#endif
       var lo = vec4<f32>(0.0);
       var hi = vec4<f32>(0.0);
       if (r < p.rows) {
@@ -133,6 +152,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     workgroupBarrier();
   }
 
+#if GATED
+  let F = p.rows / 2u;
+  for (var j = 0u; j < MR / 2u; j++) {
+    let r = wg.x * (BR / 2u) + row_of(tr, j);
+    if (r >= F) { continue; }
+    for (var i = 0u; i < MT; i++) {
+      let t = t0 + token_of(tt, i);
+      if (t >= p.tokens) { continue; }
+      let g = acc[i * MR + j];
+      y[t * F + r] = g / (1.0 + exp(-g)) * acc[i * MR + j + MR / 2u];
+    }
+  }
+  return;
+#endif
   for (var j = 0u; j < MR; j++) {
     let r = r0 + row_of(tr, j);
     if (r >= p.rows) { continue; }

@@ -188,9 +188,13 @@ void Lfm2Model::build() {
     if (!o.matvec.count(m.key)) o.matvec.emplace(m.key, kernels::MatvecQ4(kernels, mc));
     // Prefill: the down matmul reads the down copy of this run (k-major kquant under mlp_pair).
     const bool kmajor = choices_.mlp_pair && std::string(m.key) == "mlp_down";
+    const kernels::MatmulGeometry geometry = choices_.matmul_for(m.key, m.rows, C);
+    // Prefill gate_up: silu * up as the matmul's epilogue where the geometry allows it.
+    const bool gated_mm = std::string(m.key) == "mlp_gate_up" && choices_.gated_gate_up && kernels::matmul_gated_fits(geometry);
+    if (gated_mm) prefill_gated_ = true;
     if (!m.asymmetric)
       o.matmul.emplace(m.key, kernels::MatmulQ4(kernels, kernels::MatmulConfig{.rows = m.rows, .cols = m.cols, .mode = m.mode, .kmajor = kmajor,
-                                                                               .geometry = choices_.matmul_for(m.key, m.rows, C)}));
+                                                                               .geometry = geometry, .gated = gated_mm}));
   }
   choices_.gated_gate_up = gated;
 
@@ -359,7 +363,7 @@ const Lfm2Model::Chunk& Lfm2Model::chunk_for(uint32_t T) {
     const gpu::Binding split{&split_partials_};
     c->mix_in.push_back(o.matmul.at(l.mix_in_key).bind(l.mix_in, {&h_}, attn ? gpu::Binding{&qkv_} : gpu::Binding{&bcx_}, T, split));
     c->mix_out.push_back(o.matmul.at(l.mix_out_key).bind(l.mix_out, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, {&x_}, T, split));
-    c->gate_up.push_back(o.matmul.at("mlp_gate_up").bind(l.gate_up, {&h_}, {&gu_}, T, split));
+    c->gate_up.push_back(o.matmul.at("mlp_gate_up").bind(l.gate_up, {&h_}, prefill_gated_ ? gpu::Binding{&act_} : gpu::Binding{&gu_}, T, split));
     c->down.push_back(o.matmul.at("mlp_down").bind(l.down, {&act_}, {&x_}, T, split));
   }
   c->silu_mul = o.silu_mul->bind({&gu_}, {&act_});
@@ -404,7 +408,7 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
     if (!decode || !l.decode_norm_fused) o.norm->record(rec, l.ffn_norm, T);
     if (!decode) {  // prefill: matrix-matrix whatever the decode MLP is
       o.matmul.at("mlp_gate_up").record(rec, chunk->gate_up[i]);
-      o.silu_mul->record(rec, chunk->silu_mul, T);
+      if (!prefill_gated_) o.silu_mul->record(rec, chunk->silu_mul, T);
       o.matmul.at("mlp_down").record(rec, chunk->down[i]);
     } else if (choices_.mlp_pair) {
       o.mlp->record(rec, l.mlp);

@@ -138,6 +138,7 @@ class Lfm2Model {
   uint32_t capacity_ = 0, position_ = 0;
   bool clear_state_ = true;
   bool conv_step_fused_ = false;  // the decode conv step runs in the conv in_proj matvec
+  bool prefill_gated_ = false;    // the prefill gate_up matmul applies silu * up itself
   size_t decode_dispatches_ = 0;
   size_t prefill_dispatches_ = 0, prefill_chunks_ = 0;
 
