@@ -47,27 +47,23 @@ const MASKED = -1.0e30;
 var<workgroup> merged: array<vec4<f32>, WG / SG_MIN * 16u>;  // [subgroup][16 vec4 = 64 dims]
 
 #if NORM_ROPE_KV
-// One head's RMSNorm (weight w) and RoPE at `pos`, spread over a quad: lane `part` holds dims
-// [16 part, 16 part + 16) in x. Dim i < 32 pairs with i + 32, which lane part ^ 2 holds; both use
-// angle i mod 32. Called in uniform control flow (quad shuffles).
-fn norm_rope(x: array<vec4<f32>, 4>, w_base: u32, is_q: bool, part: u32, pos: u32) -> array<vec4<f32>, 4> {
+// One head's RMSNorm (weight w) and RoPE (c, s: cos and sin of its angles), spread over a quad:
+// lane `part` holds dims [16 part, 16 part + 16) in x and w, angles 16 (part & 1) .. + 15 in c, s.
+// Dim i < 32 pairs with i + 32, which lane part ^ 2 holds. Called in uniform control flow (quad
+// shuffles); pure arithmetic, so every load it needs was issued up front.
+fn norm_rope(x: array<vec4<f32>, 4>, w: array<vec4<f32>, 4>, c: array<vec4<f32>, 4>, s: array<vec4<f32>, 4>,
+             part: u32) -> array<vec4<f32>, 4> {
   var ss = 0.0;
   for (var b = 0u; b < 4u; b++) { ss += dot(x[b], x[b]); }
   ss += subgroupShuffleXor(ss, 1u);
   ss += subgroupShuffleXor(ss, 2u);
   let r = inverseSqrt(ss / 64.0 + p.eps);
-  let angle = pos * 8u + (part & 1u) * 4u;  // vec4 index of angle 16 (part & 1) at pos
   let sign = select(-1.0, 1.0, part >= 2u);
-  var y: array<vec4<f32>, 4>;
-  for (var b = 0u; b < 4u; b++) {
-    var w = k_norm_w[w_base + b];
-    if (is_q) { w = q_norm_w[w_base + b]; }
-    y[b] = x[b] * r * w;
-  }
   var out: array<vec4<f32>, 4>;
   for (var b = 0u; b < 4u; b++) {
-    let partner = subgroupShuffleXor(y[b], 2u);
-    out[b] = y[b] * cos_table[angle + b] + sign * partner * sin_table[angle + b];
+    let y = x[b] * r * w[b];
+    let partner = subgroupShuffleXor(y, 2u);
+    out[b] = y * c[b] + sign * partner * s[b];
   }
   return out;
 }
@@ -95,15 +91,24 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let pos = st.start;  // this token: its k/v come from qkv, not the cache
   let kbase = (st.seq * p.q_stride + p.k_offset + kvh * 64u) / 4u + part * 4u;
   let vbase = (st.seq * p.q_stride + p.v_offset + kvh * 64u) / 4u + part * 4u;
+  let angle = pos * 8u + (part & 1u) * 4u;  // vec4 index of angle 16 (part & 1) at pos
   var kraw: array<vec4<f32>, 4>;
   var vf: array<vec4<f32>, 4>;
+  var qw: array<vec4<f32>, 4>;
+  var kw: array<vec4<f32>, 4>;
+  var rc: array<vec4<f32>, 4>;  // cos and sin of this lane's angles
+  var rs: array<vec4<f32>, 4>;
   for (var b = 0u; b < 4u; b++) {
     qv[b] = q[qbase + b];
     kraw[b] = q[kbase + b];
     vf[b] = q[vbase + b];
+    qw[b] = q_norm_w[part * 4u + b];
+    kw[b] = k_norm_w[part * 4u + b];
+    rc[b] = cos_table[angle + b];
+    rs[b] = sin_table[angle + b];
   }
-  qv = norm_rope(qv, part * 4u, true, part, pos);
-  let kf = norm_rope(kraw, part * 4u, false, part, pos);
+  qv = norm_rope(qv, qw, rc, rs, part);
+  let kf = norm_rope(kraw, kw, rc, rs, part);
   for (var b = 0u; b < 4u; b++) { qv[b] *= p.scale; }
   // The workgroup whose keys hold `pos`, for the first q head of its kv head, appends k/v.
   if (pos >= begin && pos < end && h % (p.heads / p.kv_heads) == 0u && li < 4u) {
