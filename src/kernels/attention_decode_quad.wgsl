@@ -69,6 +69,25 @@ fn norm_rope(x: array<vec4<f32>, 4>, w: array<vec4<f32>, 4>, c: array<vec4<f32>,
 }
 #endif
 
+struct KvRows {
+  k: array<vec4<f32>, 4>,
+  v: array<vec4<f32>, 4>,
+}
+
+// This lane's 16 dims of key `key`'s K and V rows, clamped to the last cached row; zeros when no
+// row is cached (the uniform `cached` is 0 only for the first token under NORM_ROPE_KV).
+fn load_kv(seq_base: u32, kvh: u32, key: u32, cached: u32) -> KvRows {
+  var r: KvRows;
+  if (cached > 0u) {
+    let base = seq_base + (min(key, cached - 1u) * p.kv_heads + kvh) * p.row / 4u;
+    for (var b = 0u; b < 4u; b++) {
+      r.k[b] = k_cache[base + b];
+      r.v[b] = v_cache[base + b];
+    }
+  }
+  return r;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>,
@@ -122,27 +141,39 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   for (var b = 0u; b < 4u; b++) { qv[b] = q[qbase + b] * p.scale; }
 #endif
 
+  // Keys below `cached` come from the cache (NORM_ROPE_KV: the current position is fresh).
+#if NORM_ROPE_KV
+  let cached = pos;
+#else
+  let cached = L;
+#endif
+  let seq_base = st.seq * p.seq_stride / 4u + part * 4u;
   var m = MASKED;
   var l = 0.0;
   var acc: array<vec4<f32>, 4>;
-  // A uniform trip count (the shuffles need every lane); a lane past `end` computes on zeros and
-  // keeps its state.
+  // A uniform trip count (the shuffles need every lane); a lane past `end` computes on a clamped
+  // row and keeps its state. Each round's K and V rows are loaded together one round ahead, so a
+  // round waits on no memory once the first has arrived.
   let rounds = (end - begin + QUADS - 1u) / QUADS;
+  var next = load_kv(seq_base, kvh, begin + quad, cached);
   for (var i = 0u; i < rounds; i++) {
+    let cur = next;
+    if (i + 1u < rounds) { next = load_kv(seq_base, kvh, begin + (i + 1u) * QUADS + quad, cached); }
     let key = begin + i * QUADS + quad;
     let valid = key < end;
-    let base = (st.seq * p.seq_stride + (min(key, L - 1u) * p.kv_heads + kvh) * p.row) / 4u + part * 4u;
 #if NORM_ROPE_KV
     let fresh = key >= pos;  // the current token (or a lane past the end, whose score is dropped)
-    var kk = kf;
-    if (!fresh) {
-      for (var b = 0u; b < 4u; b++) { kk[b] = k_cache[base + b]; }
+    var kk = cur.k;
+    var vv = cur.v;
+    if (fresh) {
+      kk = kf;
+      vv = vf;
     }
-    var s = dot(qv[0], kk[0]) + dot(qv[1], kk[1]) + dot(qv[2], kk[2]) + dot(qv[3], kk[3]);
 #else
-    var s = dot(qv[0], k_cache[base]) + dot(qv[1], k_cache[base + 1u]) + dot(qv[2], k_cache[base + 2u]) +
-            dot(qv[3], k_cache[base + 3u]);
+    let kk = cur.k;
+    let vv = cur.v;
 #endif
+    var s = dot(qv[0], kk[0]) + dot(qv[1], kk[1]) + dot(qv[2], kk[2]) + dot(qv[3], kk[3]);
     s += subgroupShuffleXor(s, 1u);
     s += subgroupShuffleXor(s, 2u);
     if (valid) {
@@ -150,15 +181,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
       let corr = exp(m - m_new);
       let pw = exp(s - m_new);
       l = l * corr + pw;
-#if NORM_ROPE_KV
-      var vv = vf;
-      if (!fresh) {
-        for (var b = 0u; b < 4u; b++) { vv[b] = v_cache[base + b]; }
-      }
       for (var b = 0u; b < 4u; b++) { acc[b] = acc[b] * corr + pw * vv[b]; }
-#else
-      for (var b = 0u; b < 4u; b++) { acc[b] = acc[b] * corr + pw * v_cache[base + b]; }
-#endif
       m = m_new;
     }
   }

@@ -144,12 +144,26 @@ fn x4(i: u32) -> vec4<f32> {
 #endif
 }
 
+#if SUBGROUPS
+var<private> sg_lanes: u32;  // the hardware subgroup size (set first thing in main)
+#endif
+
 #if NORM_INPUT
 var<private> norm_scale: f32;
 
-// The sum of every lane's v. The tree works for any WG (odd counts carry their last element);
-// the loop bounds are uniform. Starts and ends with a barrier.
+// The sum of every lane's v; starts and ends with a barrier. With subgroups: one partial per
+// subgroup, summed by every lane (two barriers). Otherwise a tree that works for any WG (odd
+// counts carry their last element); the loop bounds are uniform.
 fn workgroup_sum(li: u32, v: f32) -> f32 {
+#if SUBGROUPS
+  let s = subgroupAdd(v);
+  if (li % sg_lanes == 0u) { partials[li / sg_lanes] = s; }
+  workgroupBarrier();
+  var sum = 0.0;
+  for (var i = 0u; i < (WG + sg_lanes - 1u) / sg_lanes; i++) { sum += partials[i]; }
+  workgroupBarrier();  // partials is reused by the reduction below
+  return sum;
+#else
   partials[li] = v;
   workgroupBarrier();
   for (var n = WG; n > 1u; n = (n + 1u) / 2u) {
@@ -160,6 +174,7 @@ fn workgroup_sum(li: u32, v: f32) -> f32 {
   let total = partials[0];
   workgroupBarrier();  // partials is reused by the reduction below
   return total;
+#endif
 }
 
 fn norm_scale_of(sum_squares: f32) -> f32 { return inverseSqrt(sum_squares / f32(p.cols) + p.eps); }
@@ -264,6 +279,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
         @builtin(subgroup_size) sg_size: u32
 #endif
         ) {
+#if SUBGROUPS
+  sg_lanes = sg_size;
+#endif
   // 2D grids exist only to stay under maxComputeWorkgroupsPerDimension.
   let wg_index = wg.y * nwg.x + wg.x;
 #if PREFETCH
