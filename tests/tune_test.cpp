@@ -250,3 +250,18 @@ TEST(Tune, PrefillGeometryTheAdapterCannotRunFallsBackWithAWarning) {
   EXPECT_EQ(k.matmul_for("attn_qkv", 1024, 1024), (kernels::MatmulGeometry{4, 8, 32}));
   fs::remove_all(dir);
 }
+
+// The pack's current choice first, then every shared_x configuration (the variant that wins on
+// measured GPUs) before any other, and all four variants present: a budget-cut search covers
+// shared_x whole.
+TEST(Tune, MatvecSpaceTriesSharedXFirst) {
+  const tune::MatvecConfigChoice current{kernels::Q4Variant::carried, tune::reference_geometry(test::test_device())};
+  const auto space = tune::matvec_space(test::test_device(), {current});
+  ASSERT_GT(space.size(), 4u);
+  EXPECT_EQ(space.front().variant, kernels::Q4Variant::carried);
+  auto first_other = std::find_if(space.begin() + 1, space.end(), [](const auto& c) { return c.variant != kernels::Q4Variant::shared_x; });
+  EXPECT_GT(first_other - space.begin(), 1) << "no shared_x configuration right after the current one";
+  EXPECT_TRUE(std::none_of(first_other, space.end(), [](const auto& c) { return c.variant == kernels::Q4Variant::shared_x; }));
+  for (auto v : {kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block, kernels::Q4Variant::carried})
+    EXPECT_TRUE(std::any_of(space.begin() + 1, space.end(), [&](const auto& c) { return c.variant == v; }));
+}
