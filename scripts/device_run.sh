@@ -3,7 +3,8 @@
 # Dawn sees the real GPU (never Dawn's Null adapter), then runs the benchmarks given as arguments
 # ("gpu", "llm" = bench llm with the seed candidate, "llm-tuned" = the same with
 # bench/results/tuned_runtime.json, "llm-prefetch" / "llm-qk" = that candidate with decode prefetch /
-# the q/k norm + RoPE inside the decode attention off, then on (after llm-tuned), "ss-flow-opts" = ss-flow split-K / attention prefetch options at batch 2, "tune" = ember tune then bench llm of the
+# the q/k norm + RoPE inside the decode attention off, then on (after llm-tuned), "llm-direct" = one attention
+# block at every position at each one-block width 64..1024 (after llm-tuned or tune-mlp), "ss-flow-opts" = ss-flow split-K / attention prefetch options at batch 2, "tune" = ember tune then bench llm of the
 # tuned pack, "tune-mlp" = the same with --allow-mlp-pair (fused vs unfused MLP timed, the faster
 # kept: it names the down weight), "ss-flow", "ss-flow-attn" = flash-attention variants and mlp.2
 # split-K at batch 2, "ss-flow-mm" = qmatmul variants at batch 2, "seed-check" = the ss-flow seed-configuration check against the CPU
@@ -143,6 +144,15 @@ for what in "$@"; do
     serve) bash bench/serve_throughput.sh "$OUT/serve" ;;
     llm-prefetch) switch_bench decodePrefetch prefetch ;;
     llm-qk) switch_bench qkInAttention qk ;;
+    llm-direct)  # one attention block everywhere at each one-block width, on this run's tune (after tune-mlp) or the recorded one
+      base=bench/results/tuned_runtime.json
+      [ -f /tmp/tuned_mlp_pack/runtime.json ] && base=/tmp/tuned_mlp_pack/runtime.json
+      for w in 64 128 256 512 1024; do
+        rm -rf /tmp/direct_pack && cp -r /tmp/seed_pack /tmp/direct_pack
+        python3 -c "import json,sys; j=json.load(open(sys.argv[1])); j['candidate']['flash']=False; j['candidate']['flashDirectWorkgroup']=int(sys.argv[2]); json.dump(j, open('/tmp/direct_pack/runtime.json','w'), indent=1)" "$base" $w
+        ember bench llm --model /tmp/direct_pack --quiet --context 128,1024 --json > "$OUT/bench_llm_direct_$w.json"
+        python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print('one block, %s threads:' % sys.argv[2], ' '.join('ctx %d: %.0f tok/s (GPU step %.1f us)' % (c['context'], c['decode_tok_s'], c['step_gpu_us']) for c in j['contexts']))" "$OUT/bench_llm_direct_$w.json" $w
+      done ;;
     batch)
       pack=$(seed_pack)
       ember bench batch --model "$pack" --rows 1,2,4,8,16 --json --quiet > "$OUT/bench_batch.json"

@@ -38,13 +38,18 @@ TEST_P(AttentionDecodeTest, MatchesReferenceForLengthsAndBlockCounts) {
   const uint32_t H = 4, KV = 2, positions = 1000;
   // Head size 64 on aligned rows takes the quad kernel (with subgroups), at two workgroup sizes;
   // 32 with a padded row the general one. Block counts include 3 and 48 (not dividing the dims).
+  // The quad kernel's one-block width: the widest (0) and the narrowest (the tile workgroup: more
+  // rounds over the keys).
   struct Shape {
-    uint32_t d, padding, workgroup;
+    uint32_t d, padding, workgroup, direct;
   };
-  for (auto [d, padding, workgroup] : std::vector<Shape>{{64, 0, 64}, {64, 4, 128}, {32, 3, 64}}) {
+  for (auto [d, padding, workgroup, direct] : std::vector<Shape>{{64, 0, 64, 0}, {64, 0, 64, 64}, {64, 4, 128, 256}, {32, 3, 64, 0}}) {
     const uint32_t row = d + padding;
-    kernels::AttentionDecode attn(test_kernels(), {.heads = H, .kv_heads = KV, .head_dim = d, .padding = padding,
-                                                   .subgroups = subgroups, .workgroup = workgroup, .max_blocks = 48});
+    kernels::AttentionDecode attn(test_kernels(), {.heads = H, .kv_heads = KV, .head_dim = d, .padding = padding, .subgroups = subgroups,
+                                                   .workgroup = workgroup, .max_blocks = 48, .direct_workgroup = direct});
+    if (direct && subgroups && d == 64) {
+      EXPECT_EQ(attn.direct_threads(), direct);
+    }
     auto step = kernels::create_step_buffer(dev);
     for (uint32_t L : {1u, 7u, 100u, 1000u}) {
       Cache c = make_cache(positions, L, KV, row, L + d);
@@ -59,7 +64,7 @@ TEST_P(AttentionDecodeTest, MatchesReferenceForLengthsAndBlockCounts) {
         attn.record(rec, g, blocks);
         rec.submit();
         EXPECT_LT(test::rel_l2(test::read_floats(out, ref.size()), ref), test::kF32Tolerance)
-            << "d " << d << " L " << L << " blocks " << blocks;
+            << "d " << d << " L " << L << " blocks " << blocks << " direct " << direct;
       }
     }
   }

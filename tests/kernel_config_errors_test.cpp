@@ -35,6 +35,13 @@ TEST(KernelConfigErrors, NameTheKernelAndTheProblem) {
   EXPECT_NE(error_of([&] { kernels::AttentionDecode(k, {.heads = 6, .kv_heads = 4, .head_dim = 64}); })
                 .find("multiple of kv_heads"),
             std::string::npos);
+  if (test::test_device().has_subgroups()) {  // the quad kernel's one-block width: a power of two >= the tile workgroup
+    for (uint32_t w : {96u, 32u, 4096u})
+      EXPECT_NE(error_of([&] { kernels::AttentionDecode(k, {.heads = 4, .kv_heads = 2, .head_dim = 64, .subgroups = true, .direct_workgroup = w}); })
+                    .find("direct_workgroup"),
+                std::string::npos)
+          << w;
+  }
   EXPECT_NE(error_of([&] { kernels::AttentionPrefill(k, {.heads = 4, .kv_heads = 2, .head_dim = 64,
                                                          .query_tile = 32, .key_tile = 256}); })
                 .find("workgroup memory"),

@@ -190,6 +190,7 @@ INSTANTIATE_TEST_SUITE_P(
                       CandidateCase{"decode_prefetch_split_block",
                                     {{"decodePrefetch", true}, {"matvec", matvec_all("split_block", 128, 16, 2, 1)}}},
                       CandidateCase{"norm_fuse_off", {{"normFuse", false}}},
+                      CandidateCase{"flash_direct_64", {{"flashDirectWorkgroup", 64}}},
                       CandidateCase{"mlp_pair_norm_fuse_off", {{"mlpPair", true}, {"mlpSlices", 7}, {"mlpWorkgroup", 64}, {"normFuse", false}}}),
     [](const auto& info) { return std::string(info.param.name); });
 
@@ -230,6 +231,44 @@ TEST(Lfm2Engine, DecodeDispatchCount) {
     else EXPECT_EQ(m.decode_dispatches(), expected) << "blocks " << blocks;
     fs::remove_all(dir);
   }
+}
+
+// The seed shape's one-block decode attention at the narrowest width (candidate
+// flashDirectWorkgroup 64, the tile workgroup: 16 keys a round, so 26 keys take two rounds)
+// gives the default width's logits.
+TEST(Lfm2Engine, SeedShapeDirectAttentionWidthKeepsTheLogits) {
+  if (!test::test_device().has_subgroups()) GTEST_SKIP() << "the width is the quad kernel's (subgroups)";
+  fs::path dir = fs::temp_directory_path() / "ember_direct_width" / std::to_string(getpid());
+  int runs = 0;
+  auto run = [&](nlohmann::json extra) {
+    extra["flash"] = false;  // one block at every length
+    auto pk = formats::LlmPack::open(test::with_candidate(test::lfm2_test_pack("seed"), dir / std::to_string(runs++), extra));
+    llm::Lfm2Model m(test::test_device(), test::test_kernels(), pk, {.prefill_chunk = 8, .quiet = true});
+    EXPECT_EQ(m.choices().blocks_for(26), 1u);
+    m.prefill(prompt_ids(m.vocab(), 24, 4));
+    std::vector<float> logits;
+    for (uint32_t id : {5u, 9u}) logits = decode(m, id);
+    return std::make_pair(logits, m.choices().flash_direct_workgroup);
+  };
+  auto [wide, wide_width] = run(nlohmann::json::object());
+  auto [narrow, narrow_width] = run({{"flashDirectWorkgroup", 64}});
+  EXPECT_EQ(wide_width, 0u);
+  EXPECT_EQ(narrow_width, 64u);
+  EXPECT_LT(test::rel_l2(narrow, wide), 1e-5);
+  fs::remove_all(dir);
+}
+
+// A one-block attention width the adapter cannot run is a warning and the widest.
+TEST(Lfm2Engine, DirectAttentionWidthOutOfRangeFallsBackWithAWarning) {
+  fs::path dir = fs::temp_directory_path() / "ember_direct_width_bad" / std::to_string(getpid());
+  for (nlohmann::json bad : {nlohmann::json(100), nlohmann::json(32), nlohmann::json(1u << 20), nlohmann::json("wide")}) {
+    auto pk = formats::LlmPack::open(test::with_candidate(test::lfm2_test_pack("tiny"), dir, {{"flashDirectWorkgroup", bad}}));
+    auto k = llm::choose_kernels(pk, test::test_device());
+    EXPECT_EQ(k.flash_direct_workgroup, 0u) << bad;
+    ASSERT_FALSE(k.warnings.empty()) << bad;
+    EXPECT_NE(k.warnings.back().find("flashDirectWorkgroup"), std::string::npos) << k.warnings.back();
+  }
+  fs::remove_all(dir);
 }
 
 // Head size 64 (the seed shape) with subgroups: the decode attention norms and rotates q/k and

@@ -44,6 +44,7 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
   if (config_.subgroups) key.defines.insert("SUBGROUPS");
   if (config_.norm_rope_kv && !(config_.eps > 0)) throw Error("norm_rope_kv needs eps > 0", "AttentionDecode");
   gpu::KernelKey direct = key;
+  direct_threads_ = wg;
   // Head size 64 on 16-byte aligned rows: the quad kernel (a key per 4 lanes, dims in registers).
   const gpu::Device& device = kernels.device();
   const bool aligned = rows_aligned(params_of(config_));
@@ -51,11 +52,17 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
   if (config_.subgroups && config_.head_dim == 64 && aligned && wg >= std::max(16u, sg_max) && sg_min % 4 == 0) {
     key.file = direct.file = "attention_decode_quad.wgsl";
     key.constants = {{"WG", wg}, {"SG_MIN", sg_min}};
-    // One block (DIRECT) runs one workgroup per head: as wide as the adapter allows, so its quads
-    // cover a long context in a short chain (the merge buffer is WG / SG_MIN x 256 bytes).
-    uint32_t direct_wg = std::min<uint32_t>(1024, device.limits().maxComputeInvocationsPerWorkgroup);
+    // One block (DIRECT) runs one workgroup per head, by default as wide as the adapter allows, so
+    // its quads cover a long context in a short chain (the merge buffer is WG / SG_MIN x 256 bytes).
+    const uint32_t widest = std::min<uint32_t>(1024, device.limits().maxComputeInvocationsPerWorkgroup);
+    uint32_t direct_wg = config_.direct_workgroup ? config_.direct_workgroup : widest;
+    if ((direct_wg & (direct_wg - 1)) != 0 || direct_wg < wg || direct_wg > widest)
+      throw Error("direct_workgroup " + std::to_string(direct_wg) + " must be a power of two in " + std::to_string(wg) + ".." +
+                      std::to_string(widest) + " (the tile workgroup .. the adapter's limit)",
+                  "AttentionDecode", "use 0 for the widest");
     while (direct_wg > wg && uint64_t(direct_wg) / sg_min * 256 + 1024 > device.limits().maxComputeWorkgroupStorageSize) direct_wg /= 2;
-    direct.constants = {{"WG", std::max(wg, direct_wg)}, {"SG_MIN", sg_min}};
+    direct.constants = {{"WG", direct_wg}, {"SG_MIN", sg_min}};
+    direct_threads_ = direct_wg;
     if (config_.norm_rope_kv) {
       key.defines.insert("NORM_ROPE_KV");
       direct.defines.insert("NORM_ROPE_KV");

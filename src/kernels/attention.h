@@ -35,6 +35,10 @@ struct AttentionConfig {
   uint32_t max_blocks = 64;             // decode: largest B record() accepts (sizes the partials)
   uint32_t max_sequences = 1;           // decode: most sequences one record() steps (sizes the partials)
   uint32_t seq_stride = 0;              // decode: elements between two sequences' caches
+  // Decode, quad kernel: threads of the one-block (DIRECT) kernel, one workgroup per head (a power
+  // of two >= workgroup); 0 = the widest the adapter allows. Wide covers a long context in few
+  // rounds; narrow leaves each lane more registers (`ember tune` measures it).
+  uint32_t direct_workgroup = 0;
   // Decode: q is the token's raw fused qkv row (k at k_offset, v at v_offset, elements): the
   // kernel applies the per-head q/k RMSNorm (eps) and RoPE and appends k/v to the caches, the job
   // of QkNormRopeKv, in the attention dispatch. Honoured by the quad kernel only (subgroups, head
@@ -67,10 +71,14 @@ class AttentionDecode {
               const NormRope& norm_rope) const;
   void record(gpu::Recorder& rec, const Groups& groups, uint32_t blocks, uint32_t sequences = 1) const;
   bool fuses_norm_rope_kv() const { return config_.norm_rope_kv; }
+  // Threads per workgroup of the one-block kernel (the quad kernel's direct_workgroup or the
+  // widest that fits; the general kernel: workgroup).
+  uint32_t direct_threads() const { return direct_threads_; }
 
  private:
   gpu::KernelCache& kernels_;
   AttentionConfig config_;
+  uint32_t direct_threads_ = 0;
   const gpu::Kernel* partials_kernel_ = nullptr;
   const gpu::Kernel* combine_kernel_ = nullptr;
   const gpu::Kernel* direct_kernel_ = nullptr;

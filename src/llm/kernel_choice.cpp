@@ -93,6 +93,14 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
   k.flash_optima = rt.flash_optima;
   k.flash_blocks = static_cast<uint32_t>(std::max<int64_t>(1, c.flash ? c.flash_blocks : 1));
   if (!c.flash) k.flash_optima.clear();
+  if (auto it = c.extra.find("flashDirectWorkgroup"); it != c.extra.end()) {
+    const int64_t w = it->is_number_integer() ? it->get<int64_t>() : -1;
+    if (w >= 64 && w <= int64_t(std::min<uint32_t>(1024, device.limits().maxComputeInvocationsPerWorkgroup)) && (w & (w - 1)) == 0)
+      k.flash_direct_workgroup = static_cast<uint32_t>(w);
+    else
+      k.warnings.push_back("the candidate's flashDirectWorkgroup (" + it->dump() +
+                           ") is not a power of two between 64 and this adapter's workgroup limit; using the widest");
+  }
   // The fused MLP decides which down copy is the model: keep that choice whatever the geometry.
   k.mlp_pair = c.mlp_pair && !c.unfused;
   if (c.mlp_slices > 0) k.mlp_slices = static_cast<uint32_t>(c.mlp_slices);

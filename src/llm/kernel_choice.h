@@ -47,6 +47,9 @@ struct KernelChoices {
   uint32_t padding = 0;                  // extra elements per KV row
   std::vector<formats::FlashOptimum> flash_optima;
   uint32_t flash_blocks = 1;
+  // Threads of the one-block decode attention (candidate extra key `flashDirectWorkgroup`, written
+  // by `ember tune`); 0 = the widest the adapter allows.
+  uint32_t flash_direct_workgroup = 0;
   std::vector<std::string> warnings;
 
   // The down copy that is this run's model weight (DESIGN.md "One model, one set of weights").

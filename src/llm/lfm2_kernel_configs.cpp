@@ -17,7 +17,7 @@ Lfm2KernelConfigs lfm2_kernel_configs(const formats::LlmShape& s, const KernelCh
   c.kv_write = {.kv_heads = u32(s.kv_heads), .head_dim = D, .padding = choices.padding, .k_stride = QKV, .k_offset = Q, .v_stride = QKV,
                 .v_offset = Q + KV};
   c.attention = {.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D, .padding = choices.padding, .q_stride = QKV, .q_offset = 0,
-                 .subgroups = sg};
+                 .subgroups = sg, .direct_workgroup = choices.flash_direct_workgroup};
   c.attention_decode = c.attention;
   c.attention_decode.norm_rope_kv = choices.qk_in_attention;
   c.attention_decode.k_offset = Q;

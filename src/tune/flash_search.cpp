@@ -17,14 +17,30 @@ nlohmann::json FlashPoint::to_json() const {
           {"tried", t}, {"budget_hit", budget_hit}};
 }
 
-std::vector<FlashPoint> search_flash(gpu::KernelCache& kernels, KernelTimer& timer, const formats::LlmShape& shape,
-                                     const std::vector<uint32_t>& positions, const FlashSearch& options, Clock::time_point deadline) {
+nlohmann::json FlashDirect::to_json() const {
+  nlohmann::json t = nlohmann::json::array();
+  for (const auto& [w, us] : tried) t.push_back({{"workgroup", w}, {"us", us}});
+  return {{"workgroup", workgroup}, {"tried", t}};
+}
+
+FlashResult search_flash(gpu::KernelCache& kernels, KernelTimer& timer, const formats::LlmShape& shape,
+                         const std::vector<uint32_t>& positions, const FlashSearch& options, Clock::time_point deadline) {
   const gpu::Device& device = kernels.device();
   const uint32_t heads = uint32_t(shape.heads), kv = uint32_t(shape.kv_heads), D = uint32_t(shape.head_dim);
   const uint32_t QKV = uint32_t(shape.qkv_rows()), row = D + options.padding;
   kernels::AttentionConfig ac{.heads = heads, .kv_heads = kv, .head_dim = D, .padding = options.padding, .q_stride = QKV,
                               .q_offset = 0, .subgroups = device.has_subgroups(), .max_blocks = options.max_blocks};
-  kernels::AttentionDecode attn(kernels, ac);
+  // One attention per DIRECT width, from the tile workgroup to the default (widest); the partials
+  // and combine kernels are the same in all. The general kernel has one width.
+  std::vector<kernels::AttentionDecode> attns;
+  attns.emplace_back(kernels, ac);
+  const uint32_t widest = attns.front().direct_threads();
+  std::vector<uint32_t> widths{widest};
+  for (uint32_t w = widest / 2; w >= ac.workgroup; w /= 2) {
+    ac.direct_workgroup = w;
+    attns.emplace_back(kernels, ac);
+    widths.push_back(w);
+  }
   uint32_t longest = 0;
   for (uint32_t p : positions) longest = std::max(longest, p);
   const uint64_t cache_floats = uint64_t(std::max<uint32_t>(1, longest)) * kv * row;
@@ -36,22 +52,38 @@ std::vector<FlashPoint> search_flash(gpu::KernelCache& kernels, KernelTimer& tim
   device.upload(q, std::span<const float>(random_input(QKV, 5)));
   device.upload(k_cache, std::span<const float>(random_input(cache_floats, 6)));
   device.upload(v_cache, std::span<const float>(random_input(cache_floats, 7)));
-  auto groups = attn.bind({&q}, {&k_cache}, {&v_cache}, {&out}, {&step});
+  std::vector<kernels::AttentionDecode::Groups> groups;
+  for (const auto& a : attns) groups.push_back(a.bind({&q}, {&k_cache}, {&v_cache}, {&out}, {&step}));
 
-  std::vector<FlashPoint> points;
+  FlashResult res;
+  size_t chosen = 0;  // the widest, the kernel's default, unless a narrower one measures faster
   for (uint32_t P : positions) {
     FlashPoint fp;
     fp.positions = P;
     if (P == 0) continue;
     kernels::upload_step(device, step, {.start = P - 1, .rows = 1});
+    if (res.direct.tried.empty() && widths.size() > 1) {  // the shortest position: where one block competes
+      double best = 0;
+      for (size_t i = 0; i < attns.size(); i++) {
+        double us = timer.time_us([&](gpu::Recorder& rec) { attns[i].record(rec, groups[i], 1); });
+        res.direct.tried.push_back({widths[i], us});
+        if (i == 0 || us < best) {
+          best = us;
+          chosen = i;
+        }
+      }
+      res.direct.workgroup = widths[chosen];
+    }
+    const auto& attn = attns[chosen];
+    const auto& g = groups[chosen];
     auto output = [&](uint32_t blocks) {
       gpu::Recorder rec(device);
-      attn.record(rec, groups, blocks);
+      attn.record(rec, g, blocks);
       rec.submit();
       return device.download_as<float>(out);
     };
     const auto ref = output(1);
-    fp.one_block_us = timer.time_us([&](gpu::Recorder& rec) { attn.record(rec, groups, 1); });
+    fp.one_block_us = timer.time_us([&](gpu::Recorder& rec) { attn.record(rec, g, 1); });
     fp.best_us = fp.one_block_us;
     fp.tried.push_back({1, fp.one_block_us});
     for (uint32_t b = 2; b <= options.max_blocks && b <= P; b *= 2) {
@@ -63,16 +95,16 @@ std::vector<FlashPoint> search_flash(gpu::KernelCache& kernels, KernelTimer& tim
         fp.tried.push_back({b, -1.0});
         continue;
       }
-      double us = timer.time_us([&](gpu::Recorder& rec) { attn.record(rec, groups, b); });
+      double us = timer.time_us([&](gpu::Recorder& rec) { attn.record(rec, g, b); });
       fp.tried.push_back({b, us});
       if (us < fp.best_us) {
         fp.best_us = us;
         fp.best_blocks = b;
       }
     }
-    points.push_back(fp);
+    res.points.push_back(fp);
   }
-  return points;
+  return res;
 }
 
 }  // namespace ember::tune

@@ -162,7 +162,14 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
   if (has_attention && !positions.empty()) {
     FlashSearch fs_opts;
     fs_opts.padding = uint32_t(std::max<int64_t>(0, input.padding));
-    res.flash = search_flash(kernels, timer, shape, positions, fs_opts, at(t0, flash_end));
+    FlashResult fr = search_flash(kernels, timer, shape, positions, fs_opts, at(t0, flash_end));
+    res.flash = std::move(fr.points);
+    res.flash_direct = std::move(fr.direct);
+    std::string widths;
+    for (const auto& [w, us] : res.flash_direct.tried) widths += " " + std::to_string(w) + ": " + fixed2(us) + " us";
+    if (!widths.empty())
+      say("flash  one block at " + std::to_string(positions.front()) + " positions, by threads:" + widths + " -> " +
+          std::to_string(res.flash_direct.workgroup));
     for (const auto& p : res.flash) {
       res.budget_hit |= p.budget_hit;
       char line[160];
@@ -257,6 +264,7 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
   }
   if (!wins.empty())
     rt.dequant_variant = std::max_element(wins.begin(), wins.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+  if (res.flash_direct.workgroup) c.extra["flashDirectWorkgroup"] = res.flash_direct.workgroup;
   if (!res.flash.empty()) {
     rt.flash_optima.clear();
     for (const auto& p : res.flash) rt.flash_optima.push_back({p.positions, p.best_blocks, formats::OrderedJson::object()});
@@ -295,7 +303,7 @@ nlohmann::json TuneResult::to_json() const {
   nlohmann::json fl = nlohmann::json::array();
   for (const auto& p : flash) fl.push_back(p.to_json());
   nlohmann::json j = {{"adapter", adapter}, {"subgroup_size", subgroup_size}, {"seconds", seconds}, {"budget_s", budget_s},
-                      {"budget_hit", budget_hit}, {"matvec", mv}, {"flash", fl}, {"mlp_pair", mlp_pair}, {"mlp_note", mlp_note},
+                      {"budget_hit", budget_hit}, {"matvec", mv}, {"flash", fl}, {"flash_direct", flash_direct.to_json()}, {"mlp_pair", mlp_pair}, {"mlp_note", mlp_note},
                       {"unavailable", unavailable}, {"candidate", formats::to_json(file.candidate)}};
   j["mlp"] = mlp ? mlp->to_json() : nlohmann::json();
   nlohmann::json pf = nlohmann::json::array();

@@ -39,6 +39,7 @@ struct TuneResult {
   uint32_t subgroup_size = 0;
   std::vector<MatvecShapeResult> matvec;
   std::vector<FlashPoint> flash;
+  FlashDirect flash_direct;  // the one-block kernel's width (candidate extra flashDirectWorkgroup)
   std::optional<MlpSearchResult> mlp;
   double unfused_mlp_us = 0;  // with --allow-mlp-pair: the unfused chain at the tuned geometries
   std::optional<NormFusionResult> norm;  // normFuse: norms fused into the matvecs vs separate
