@@ -38,8 +38,8 @@ TEST_P(AttentionDecodeTest, MatchesReferenceForLengthsAndBlockCounts) {
   const uint32_t H = 4, KV = 2, positions = 1000;
   // Head size 64 on aligned rows takes the quad kernel (with subgroups), at two workgroup sizes;
   // 32 with a padded row the general one. Block counts include 3 and 48 (not dividing the dims).
-  // The quad kernel's one-block width: the widest (0) and the narrowest (the tile workgroup: more
-  // rounds over the keys).
+  // The quad kernel's one-block width: the default (0), the narrowest (the tile workgroup: more
+  // rounds over the keys) and one between.
   struct Shape {
     uint32_t d, padding, workgroup, direct;
   };

@@ -258,7 +258,7 @@ TEST(Lfm2Engine, SeedShapeDirectAttentionWidthKeepsTheLogits) {
   fs::remove_all(dir);
 }
 
-// A one-block attention width the adapter cannot run is a warning and the widest.
+// A one-block attention width the adapter cannot run is a warning and the default.
 TEST(Lfm2Engine, DirectAttentionWidthOutOfRangeFallsBackWithAWarning) {
   fs::path dir = fs::temp_directory_path() / "ember_direct_width_bad" / std::to_string(getpid());
   for (nlohmann::json bad : {nlohmann::json(100), nlohmann::json(32), nlohmann::json(1u << 20), nlohmann::json("wide")}) {

@@ -52,10 +52,12 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
   if (config_.subgroups && config_.head_dim == 64 && aligned && wg >= std::max(16u, sg_max) && sg_min % 4 == 0) {
     key.file = direct.file = "attention_decode_quad.wgsl";
     key.constants = {{"WG", wg}, {"SG_MIN", sg_min}};
-    // One block (DIRECT) runs one workgroup per head, by default as wide as the adapter allows, so
-    // its quads cover a long context in a short chain (the merge buffer is WG / SG_MIN x 256 bytes).
+    // One block (DIRECT) runs one workgroup per head, wide so that its quads cover a long context
+    // in a short chain (the merge buffer is WG / SG_MIN x 256 bytes), but not so wide that a lane's
+    // K/V rows in flight spill: on the H200 the kernel at 512 threads took 14.0 us vs 20.2 at 1024
+    // (192 positions), and a decode step at 1024 positions 443 vs 588 us (bench/NOTES.md, 2026-12-04).
     const uint32_t widest = std::min<uint32_t>(1024, device.limits().maxComputeInvocationsPerWorkgroup);
-    uint32_t direct_wg = config_.direct_workgroup ? config_.direct_workgroup : widest;
+    uint32_t direct_wg = config_.direct_workgroup ? config_.direct_workgroup : std::max(wg, std::min(kDefaultDirectWorkgroup, widest));
     if ((direct_wg & (direct_wg - 1)) != 0 || direct_wg < wg || direct_wg > widest)
       throw Error("direct_workgroup " + std::to_string(direct_wg) + " must be a power of two in " + std::to_string(wg) + ".." +
                       std::to_string(widest) + " (the tile workgroup .. the adapter's limit)",

@@ -25,6 +25,9 @@ struct AttentionParams {
 };
 static_assert(sizeof(AttentionParams) == 48);
 
+// Threads of the one-block decode attention where the candidate does not say (AttentionConfig).
+inline constexpr uint32_t kDefaultDirectWorkgroup = 512;
+
 struct AttentionConfig {
   uint32_t heads = 0, kv_heads = 0, head_dim = 0;  // heads a multiple of kv_heads
   uint32_t padding = 0;                 // extra elements per cache row
@@ -36,8 +39,8 @@ struct AttentionConfig {
   uint32_t max_sequences = 1;           // decode: most sequences one record() steps (sizes the partials)
   uint32_t seq_stride = 0;              // decode: elements between two sequences' caches
   // Decode, quad kernel: threads of the one-block (DIRECT) kernel, one workgroup per head (a power
-  // of two >= workgroup); 0 = the widest the adapter allows. Wide covers a long context in few
-  // rounds; narrow leaves each lane more registers (`ember tune` measures it).
+  // of two >= workgroup, up to the adapter's limit); 0 = kDefaultDirectWorkgroup. Wide covers a
+  // long context in few rounds; narrow leaves each lane more registers (`ember tune` measures it).
   uint32_t direct_workgroup = 0;
   // Decode: q is the token's raw fused qkv row (k at k_offset, v at v_offset, elements): the
   // kernel applies the per-head q/k RMSNorm (eps) and RoPE and appends k/v to the caches, the job
@@ -71,8 +74,8 @@ class AttentionDecode {
               const NormRope& norm_rope) const;
   void record(gpu::Recorder& rec, const Groups& groups, uint32_t blocks, uint32_t sequences = 1) const;
   bool fuses_norm_rope_kv() const { return config_.norm_rope_kv; }
-  // Threads per workgroup of the one-block kernel (the quad kernel's direct_workgroup or the
-  // widest that fits; the general kernel: workgroup).
+  // Threads per workgroup of the one-block kernel (the quad kernel's direct_workgroup, narrowed
+  // to fit the adapter's workgroup memory; the general kernel: workgroup).
   uint32_t direct_threads() const { return direct_threads_; }
 
  private:

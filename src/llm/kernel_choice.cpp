@@ -99,7 +99,7 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
       k.flash_direct_workgroup = static_cast<uint32_t>(w);
     else
       k.warnings.push_back("the candidate's flashDirectWorkgroup (" + it->dump() +
-                           ") is not a power of two between 64 and this adapter's workgroup limit; using the widest");
+                           ") is not a power of two between 64 and this adapter's workgroup limit; using the default");
   }
   // The fused MLP decides which down copy is the model: keep that choice whatever the geometry.
   k.mlp_pair = c.mlp_pair && !c.unfused;

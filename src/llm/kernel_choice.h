@@ -48,7 +48,7 @@ struct KernelChoices {
   std::vector<formats::FlashOptimum> flash_optima;
   uint32_t flash_blocks = 1;
   // Threads of the one-block decode attention (candidate extra key `flashDirectWorkgroup`, written
-  // by `ember tune`); 0 = the widest the adapter allows.
+  // by `ember tune`); 0 = the kernel default (kernels::kDefaultDirectWorkgroup).
   uint32_t flash_direct_workgroup = 0;
   std::vector<std::string> warnings;
 

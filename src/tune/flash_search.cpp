@@ -30,13 +30,13 @@ FlashResult search_flash(gpu::KernelCache& kernels, KernelTimer& timer, const fo
   const uint32_t QKV = uint32_t(shape.qkv_rows()), row = D + options.padding;
   kernels::AttentionConfig ac{.heads = heads, .kv_heads = kv, .head_dim = D, .padding = options.padding, .q_stride = QKV,
                               .q_offset = 0, .subgroups = device.has_subgroups(), .max_blocks = options.max_blocks};
-  // One attention per DIRECT width, from the tile workgroup to the default (widest); the partials
-  // and combine kernels are the same in all. The general kernel has one width.
+  // One attention per DIRECT width, from the adapter's widest down to the tile workgroup; the
+  // partials and combine kernels are the same in all. The general kernel has one width.
+  ac.direct_workgroup = std::min<uint32_t>(1024, device.limits().maxComputeInvocationsPerWorkgroup);
   std::vector<kernels::AttentionDecode> attns;
   attns.emplace_back(kernels, ac);
-  const uint32_t widest = attns.front().direct_threads();
-  std::vector<uint32_t> widths{widest};
-  for (uint32_t w = widest / 2; w >= ac.workgroup; w /= 2) {
+  std::vector<uint32_t> widths{attns.front().direct_threads()};
+  for (uint32_t w = widths.front() / 2; w >= ac.workgroup; w /= 2) {
     ac.direct_workgroup = w;
     attns.emplace_back(kernels, ac);
     widths.push_back(w);
@@ -56,7 +56,7 @@ FlashResult search_flash(gpu::KernelCache& kernels, KernelTimer& timer, const fo
   for (const auto& a : attns) groups.push_back(a.bind({&q}, {&k_cache}, {&v_cache}, {&out}, {&step}));
 
   FlashResult res;
-  size_t chosen = 0;  // the widest, the kernel's default, unless a narrower one measures faster
+  size_t chosen = 0;  // the fastest width at the shortest position
   for (uint32_t P : positions) {
     FlashPoint fp;
     fp.positions = P;
