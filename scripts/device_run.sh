@@ -9,7 +9,8 @@
 # kept: it names the down weight), "ss-flow", "ss-flow-attn" = flash-attention variants and mlp.2
 # split-K at batch 2, "ss-flow-mm" = qmatmul variants at batch 2, "seed-check" = the ss-flow seed-configuration check against the CPU
 # reference, "serve" = aggregate throughput of `ember serve` with 1/4/16 sequences, "batch" = the server's
-# batched decode step alone at 1..16 sequences, greedy and sampled, with a per-kernel profile) and prints a
+# batched decode step alone at 1..16 sequences, greedy and sampled, with a per-kernel profile, "run:FILE" =
+# source a one-off comparison script such as bench/ab/*.sh) and prints a
 # short table. Results go to $OUT/results.tgz (the device tool returns few files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -157,6 +158,7 @@ for what in "$@"; do
       pack=$(seed_pack)
       ember bench batch --model "$pack" --rows 1,2,4,8,16 --json --quiet > "$OUT/bench_batch.json"
       ember bench batch --model "$pack" --rows 1,4,16 --sample --profile --quiet | tee "$OUT/bench_batch_sample.txt" ;;
+    run:*) source "${what#run:}" ;;  # a one-off comparison script (bench/ab/), with this script's environment and helpers
     *) echo "unknown benchmark '$what'" >&2 ;;
   esac
 done
