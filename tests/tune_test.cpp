@@ -218,11 +218,16 @@ TEST(Tune, PrefillMatmulSearchKeepsOnlyMatchingGeometries) {
     for (size_t i = 0; i < w32.size(); i++) w32[i] = std::sin(0.37f * float(i));
     auto host = kmajor ? reference::quantize_q4_kmajor(w32, s.rows, s.cols) : reference::quantize_q4_symmetric(w32, s.rows, s.cols);
     auto w = test::upload_q4(host);
-    std::vector<kernels::MatmulGeometry> space{{4, 8, 8}, {8, 4, 32}, {16, 16, 16}};
+    std::vector<kernels::MatmulGeometry> space{{4, 8, 8}, {8, 4, 32}, {16, 16, 16}, {8, 8, 16}, {4, 16, 16}};
     auto r = tune::search_matmul(test::test_kernels(), timer, s, w.matrix, kmajor, 37, space, tune::Clock::now() + std::chrono::seconds(600));
-    // The default (16x16k16) once, the two others, then split-K 2 and 4 on all three: every one
-    // matches the reference (none rejected).
-    EXPECT_EQ(r.tried, 9) << kmajor;
+    // The default (16x16k16) once, the four others, then split-K 2 and 4 on all five (the split
+    // ranking is not the unsplit one): every one matches the reference (none rejected), each
+    // timing is reported, fastest first.
+    EXPECT_EQ(r.tried, 15) << kmajor;
+    ASSERT_EQ(r.timed.size(), 15u) << kmajor;
+    EXPECT_TRUE(std::is_sorted(r.timed.begin(), r.timed.end(), [](const auto& a, const auto& b) { return a.first < b.first; }));
+    EXPECT_EQ(r.timed.front().second, r.best);
+    EXPECT_EQ(r.to_json()["timed"].size(), 15u);
     EXPECT_EQ(r.rejected, 0) << kmajor;
     EXPECT_EQ(r.invalid, 0) << kmajor;
     EXPECT_GT(r.reference_us, 0);

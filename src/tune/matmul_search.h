@@ -22,6 +22,7 @@ struct MatmulShapeResult {
   double reference_us = 0, best_us = 0;
   int tried = 0, rejected = 0, invalid = 0;
   bool budget_hit = false;
+  std::vector<std::pair<double, kernels::MatmulGeometry>> timed;  // every measured geometry, fastest first
   double best_tflops() const;  // 2 rows cols tokens / best_us
   nlohmann::json to_json() const;
 };
