@@ -16,6 +16,7 @@
 #include "llm/lfm2_model.h"
 #include "llm/lfm2_weights.h"
 #include "tune/check.h"
+#include "tune/flash_search.h"
 #include "tune/llm_bench.h"
 #include "tune/tuner.h"
 
@@ -269,4 +270,35 @@ TEST(Tune, MatvecSpaceTriesSharedXFirst) {
   EXPECT_TRUE(std::none_of(first_other, space.end(), [](const auto& c) { return c.variant == kernels::Q4Variant::shared_x; }));
   for (auto v : {kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block, kernels::Q4Variant::carried})
     EXPECT_TRUE(std::any_of(space.begin() + 1, space.end(), [&](const auto& c) { return c.variant == v; }));
+}
+
+// The flash search on head size 64 (the quad kernel): the one-block width is timed at every power
+// of two from the adapter's widest down to the tile workgroup, all of them reproduce the widest's
+// output (none rejected), and the block search then runs at each position.
+TEST(Tune, FlashSearchTimesEveryOneBlockWidth) {
+  auto& dev = test::test_device();
+  if (!dev.has_subgroups()) GTEST_SKIP() << "the width search is the quad kernel's (subgroups)";
+  tune::KernelTimer timer(dev, test::test_kernels(), 0, 1);
+  formats::LlmShape shape;
+  shape.layer_types = {formats::LayerType::Attention};
+  shape.hidden = 256;
+  shape.heads = 4;
+  shape.kv_heads = 2;
+  shape.head_dim = 64;
+  auto r = tune::search_flash(test::test_kernels(), timer, shape, {40, 300}, {}, tune::Clock::now() + std::chrono::seconds(600));
+  ASSERT_GE(r.direct.tried.size(), 2u);
+  EXPECT_EQ(r.direct.tried.back().first, 64u);
+  for (size_t i = 0; i < r.direct.tried.size(); i++) {
+    EXPECT_GT(r.direct.tried[i].second, 0) << "width " << r.direct.tried[i].first << " rejected";
+    if (i > 0) {
+      EXPECT_EQ(r.direct.tried[i].first * 2, r.direct.tried[i - 1].first);
+    }
+  }
+  EXPECT_TRUE(std::any_of(r.direct.tried.begin(), r.direct.tried.end(), [&](const auto& t) { return t.first == r.direct.workgroup; }));
+  ASSERT_EQ(r.points.size(), 2u);
+  for (const auto& p : r.points) {
+    EXPECT_GT(p.one_block_us, 0);
+    EXPECT_LE(p.best_us, p.one_block_us);
+  }
+  EXPECT_EQ(r.direct.to_json()["tried"].size(), r.direct.tried.size());
 }

@@ -55,6 +55,12 @@ FlashResult search_flash(gpu::KernelCache& kernels, KernelTimer& timer, const fo
   std::vector<kernels::AttentionDecode::Groups> groups;
   for (const auto& a : attns) groups.push_back(a.bind({&q}, {&k_cache}, {&v_cache}, {&out}, {&step}));
 
+  auto output = [&](size_t i, uint32_t blocks) {  // attention i's output at that block count
+    gpu::Recorder rec(device);
+    attns[i].record(rec, groups[i], blocks);
+    rec.submit();
+    return device.download_as<float>(out);
+  };
   FlashResult res;
   size_t chosen = 0;  // the fastest width at the shortest position
   for (uint32_t P : positions) {
@@ -63,8 +69,13 @@ FlashResult search_flash(gpu::KernelCache& kernels, KernelTimer& timer, const fo
     if (P == 0) continue;
     kernels::upload_step(device, step, {.start = P - 1, .rows = 1});
     if (res.direct.tried.empty() && widths.size() > 1) {  // the shortest position: where one block competes
+      const auto widest = output(0, 1);
       double best = 0;
       for (size_t i = 0; i < attns.size(); i++) {
+        if (i > 0 && rel_l2(output(i, 1), widest) > kRejectRelL2) {
+          res.direct.tried.push_back({widths[i], -1.0});  // rejected: not the widest's output
+          continue;
+        }
         double us = timer.time_us([&](gpu::Recorder& rec) { attns[i].record(rec, groups[i], 1); });
         res.direct.tried.push_back({widths[i], us});
         if (i == 0 || us < best) {
@@ -76,13 +87,7 @@ FlashResult search_flash(gpu::KernelCache& kernels, KernelTimer& timer, const fo
     }
     const auto& attn = attns[chosen];
     const auto& g = groups[chosen];
-    auto output = [&](uint32_t blocks) {
-      gpu::Recorder rec(device);
-      attn.record(rec, g, blocks);
-      rec.submit();
-      return device.download_as<float>(out);
-    };
-    const auto ref = output(1);
+    const auto ref = output(chosen, 1);
     fp.one_block_us = timer.time_us([&](gpu::Recorder& rec) { attn.record(rec, g, 1); });
     fp.best_us = fp.one_block_us;
     fp.tried.push_back({1, fp.one_block_us});
@@ -91,7 +96,7 @@ FlashResult search_flash(gpu::KernelCache& kernels, KernelTimer& timer, const fo
         fp.budget_hit = true;
         break;
       }
-      if (rel_l2(output(b), ref) > kRejectRelL2) {
+      if (rel_l2(output(chosen, b), ref) > kRejectRelL2) {
         fp.tried.push_back({b, -1.0});
         continue;
       }

@@ -27,7 +27,7 @@ struct FlashPoint {
 // competes: each power of two from the tile workgroup to the adapter's limit, timed at one block.
 struct FlashDirect {
   uint32_t workgroup = 0;                          // best; 0 = not measured (the default rule)
-  std::vector<std::pair<uint32_t, double>> tried;  // (threads, us)
+  std::vector<std::pair<uint32_t, double>> tried;  // (threads, us); us < 0: rejected (output differs from the widest)
   nlohmann::json to_json() const;
 };
 
