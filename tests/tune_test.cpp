@@ -74,6 +74,11 @@ TEST(Tune, ShortBudgetWritesAValidRuntimeThatMatchesTheReference) {
   for (const auto& m : r.matvec) {
     EXPECT_GT(m.reference.us, 0) << m.shape.key;
     EXPECT_LE(m.best.us, m.reference.us) << m.shape.key;
+    // Every usable configuration's time is reported, fastest (the best) first.
+    ASSERT_FALSE(m.timed.empty()) << m.shape.key;
+    EXPECT_EQ(m.timed.front().us, m.best.us) << m.shape.key;
+    EXPECT_TRUE(std::is_sorted(m.timed.begin(), m.timed.end(), [](const auto& a, const auto& b) { return a.us < b.us; })) << m.shape.key;
+    EXPECT_EQ(m.to_json()["timed"].size(), m.timed.size()) << m.shape.key;
   }
   EXPECT_EQ(read_file(dir / "runtime.json.bak"), before);
   auto pack = formats::LlmPack::open(dir);  // validates

@@ -93,6 +93,9 @@ nlohmann::json MatvecShapeResult::to_json() const {
                       {"rejected", rejected},
                       {"invalid", invalid},
                       {"budget_hit", budget_hit}};
+  nlohmann::json t = nlohmann::json::array();
+  for (const auto& m : timed) t.push_back({{"config", m.config.describe()}, {"us", m.us}});
+  j["timed"] = std::move(t);
   return j;
 }
 
@@ -190,7 +193,8 @@ MatvecShapeResult search_matvec(gpu::KernelCache& kernels, KernelTimer& timer, c
   res.tried = 1;
   auto is_input = [&](const MatvecConfigChoice& c) { return input && c.variant == input->variant && same(c.geometry, input->geometry); };
   if (is_input(res.reference.config)) res.input = res.reference;
-  std::vector<MatvecMeasurement> usable{res.reference};
+  auto& usable = res.timed;
+  usable.push_back(res.reference);
   for (const auto& c : space) {
     if (Clock::now() >= deadline) {
       res.budget_hit = true;
@@ -222,6 +226,7 @@ MatvecShapeResult search_matvec(gpu::KernelCache& kernels, KernelTimer& timer, c
       res.knee = m.config.geometry;
     }
   }
+  std::sort(usable.begin(), usable.end(), [](const auto& a, const auto& b) { return a.us < b.us; });
   return res;
 }
 

@@ -54,6 +54,7 @@ struct MatvecShapeResult {
   kernels::MatvecGeometry knee;  // smallest geometry within 3% of the best
   int tried = 0, rejected = 0, invalid = 0;
   bool budget_hit = false;
+  std::vector<MatvecMeasurement> timed;  // every usable configuration measured, fastest first
   nlohmann::json to_json() const;
 };
 
