@@ -32,7 +32,9 @@ struct SsFlowOptions {
   // Flash attention: the quad variant where the device has subgroups (else plain), or the tiled
   // one where asked for (its geometry shrunk to fit the device's workgroup memory).
   kernels::FlashVariant attention = kernels::FlashVariant::Quad;
-  uint32_t attention_queries = 128;  // plain and quad: queries per workgroup (H200: 128 > 64 > 32)
+  // Plain and quad: queries per workgroup at batch 2 (H200: 128 > 64 > 32); the quad kernel's
+  // batch-1 self attention runs half as many, so it launches as many workgroups as at batch 2.
+  uint32_t attention_queries = 128;
   uint32_t attention_keys = 32;      // quad: keys per workgroup-memory tile
   // quad: the next K/V tile read into registers during the current one. H200, batch 2: self
   // attention 49.3 -> 47.0 ms per forward (BQ 64 or BK 64 with it: 53-54 ms).
@@ -80,6 +82,7 @@ class SsFlowModel {
   struct Weights;
   struct Buffers;
   void build_graphs();
+  uint32_t self_attention_queries(uint32_t batch) const;
 
   gpu::KernelCache& kernels_;
   SsFlowOptions options_;
