@@ -70,7 +70,7 @@ void add_bench_ss_flow(CLI::App& bench) {
   cmd->add_flag("--matmul-scalar", o->scalar_matmul, "qmatmul with scalar workgroup-memory reads (default: vec4)");
   cmd->add_flag("--no-quad", o->no_quad, "plain flash attention instead of the quad variant");
   cmd->add_flag("--batch2-only", o->batch2_only, "forward at batch 2 only (for sweeps)");
-  cmd->add_option("--attn-queries", o->attn_queries, "queries per flash-attention workgroup (plain, quad)");
+  cmd->add_option("--attn-queries", o->attn_queries, "queries per flash-attention workgroup (plain, quad; the quad self attention runs half of them at batch 1)");
   cmd->add_option("--attention", o->attention, "flash attention variant: plain, quad or tiled (FA2-style register tiles)")
       ->check(CLI::IsMember({"plain", "quad", "tiled"}));
   cmd->add_option("--attn-geometry", o->attn_geometry,

@@ -23,8 +23,9 @@ using formats::SsFlowConfig;  // read from the stage's tensor shapes (trellis/ss
 
 struct SsFlowOptions {
   kernels::QMatmulGeometry matmul{};
-  // mlp.2 (K = 3072, few output tiles): split-K chunks; 1 = the plain geometry above. H200, batch
-  // 2 (2026-12-03): 21.2 ms per forward unsplit, 15.7 + 0.6 (sum pass) with 2; 3, 4, 6 no better.
+  // mlp.2 (K = 3072, few output tiles): split-K chunks at batch 2 (batch 1 runs twice as many); 1 =
+  // the plain geometry above. H200, batch 2 (2026-12-03): 21.2 ms per forward unsplit, 15.7 + 0.6
+  // (sum pass) with 2; 3, 4, 6 no better.
   uint32_t mlp2_k_splits = 2;
   // The C x C matmuls (self to_out, cross to_q, cross to_out: K = 768, 6 output tiles of 128 rows):
   // split-K chunks, likewise. H200, batch 2 (2026-12-04): 15.4 ms per forward unsplit, 13.7 with 2, 15.4 with 3.
@@ -83,6 +84,7 @@ class SsFlowModel {
   struct Buffers;
   void build_graphs();
   uint32_t self_attention_queries(uint32_t batch) const;
+  uint32_t mlp2_splits(uint32_t batch) const;
 
   gpu::KernelCache& kernels_;
   SsFlowOptions options_;
