@@ -30,6 +30,14 @@ bool rows_aligned(const AttentionParams& p) {
 
 }  // namespace
 
+uint32_t widest_direct_workgroup(const gpu::Device& device) {
+  return std::min<uint32_t>(1024, device.limits().maxComputeInvocationsPerWorkgroup);
+}
+
+bool direct_workgroup_fits(uint32_t threads, uint32_t tile_workgroup, const gpu::Device& device) {
+  return threads >= tile_workgroup && threads <= widest_direct_workgroup(device) && (threads & (threads - 1)) == 0;
+}
+
 AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfig& config)
     : kernels_(kernels), config_(checked(config, "AttentionDecode")) {
   const uint32_t wg = config_.workgroup;
@@ -56,12 +64,12 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
     // in a short chain (the merge buffer is WG / SG_MIN x 256 bytes), but not so wide that a lane's
     // K/V rows in flight spill: on the H200 the kernel at 512 threads took 14.0 us vs 20.2 at 1024
     // (192 positions), and a decode step at 1024 positions 443 vs 588 us (bench/NOTES.md, 2026-12-04).
-    const uint32_t widest = std::min<uint32_t>(1024, device.limits().maxComputeInvocationsPerWorkgroup);
+    const uint32_t widest = widest_direct_workgroup(device);
     uint32_t direct_wg = config_.direct_workgroup ? config_.direct_workgroup : std::max(wg, std::min(kDefaultDirectWorkgroup, widest));
-    if ((direct_wg & (direct_wg - 1)) != 0 || direct_wg < wg || direct_wg > widest)
+    if (!direct_workgroup_fits(direct_wg, wg, device))
       throw Error("direct_workgroup " + std::to_string(direct_wg) + " must be a power of two in " + std::to_string(wg) + ".." +
                       std::to_string(widest) + " (the tile workgroup .. the adapter's limit)",
-                  "AttentionDecode", "use 0 for the widest");
+                  "AttentionDecode", "use 0 for the default");
     while (direct_wg > wg && uint64_t(direct_wg) / sg_min * 256 + 1024 > device.limits().maxComputeWorkgroupStorageSize) direct_wg /= 2;
     direct.constants = {{"WG", direct_wg}, {"SG_MIN", sg_min}};
     direct_threads_ = direct_wg;

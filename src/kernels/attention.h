@@ -53,6 +53,12 @@ struct AttentionConfig {
   uint32_t key_tile = 32;               // prefill: keys per workgroup-memory tile (multiple of 8)
 };
 
+// The widest one-block decode attention width: min(1024, the invocation limit).
+uint32_t widest_direct_workgroup(const gpu::Device& device);
+// Whether `threads` is a one-block width this device runs beside a tile workgroup of
+// `tile_workgroup`: a power of two in tile_workgroup .. widest_direct_workgroup(device).
+bool direct_workgroup_fits(uint32_t threads, uint32_t tile_workgroup, const gpu::Device& device);
+
 class AttentionDecode {
  public:
   AttentionDecode(gpu::KernelCache& kernels, const AttentionConfig& config);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/attention.h"
+
 namespace ember::llm {
 namespace {
 
@@ -95,7 +97,7 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
   if (!c.flash) k.flash_optima.clear();
   if (auto it = c.extra.find("flashDirectWorkgroup"); it != c.extra.end()) {
     const int64_t w = it->is_number_integer() ? it->get<int64_t>() : -1;
-    if (w >= 64 && w <= int64_t(std::min<uint32_t>(1024, device.limits().maxComputeInvocationsPerWorkgroup)) && (w & (w - 1)) == 0)
+    if (w > 0 && w <= UINT32_MAX && kernels::direct_workgroup_fits(uint32_t(w), kernels::AttentionConfig{}.workgroup, device))
       k.flash_direct_workgroup = static_cast<uint32_t>(w);
     else
       k.warnings.push_back("the candidate's flashDirectWorkgroup (" + it->dump() +

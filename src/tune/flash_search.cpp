@@ -32,7 +32,7 @@ FlashResult search_flash(gpu::KernelCache& kernels, KernelTimer& timer, const fo
                               .q_offset = 0, .subgroups = device.has_subgroups(), .max_blocks = options.max_blocks};
   // One attention per DIRECT width, from the adapter's widest down to the tile workgroup; the
   // partials and combine kernels are the same in all. The general kernel has one width.
-  ac.direct_workgroup = std::min<uint32_t>(1024, device.limits().maxComputeInvocationsPerWorkgroup);
+  ac.direct_workgroup = kernels::widest_direct_workgroup(device);
   std::vector<kernels::AttentionDecode> attns;
   attns.emplace_back(kernels, ac);
   std::vector<uint32_t> widths{attns.front().direct_threads()};
