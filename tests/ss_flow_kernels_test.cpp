@@ -123,7 +123,8 @@ std::string matmul_name(const ::testing::TestParamInfo<SsFlowQMatmul::ParamType>
   n += "k";
   n += std::to_string(g.k_step);
   n += g.vec4 ? "v4" : "";
-  n += g.k_splits > 1 ? "s" + std::to_string(g.k_splits) + "_" : "_";
+  n += g.k_splits > 1 ? "s" + std::to_string(g.k_splits) : "";
+  n += g.prefetch ? "p_" : "_";
   n += names[int(std::get<1>(info.param))];
   return n;
 }
@@ -134,7 +135,12 @@ INSTANTIATE_TEST_SUITE_P(
                                          kernels::QMatmulGeometry{16, 16, 16, false}, kernels::QMatmulGeometry{2, 2, 16, true},
                                          kernels::QMatmulGeometry{4, 8, 32, true}, kernels::QMatmulGeometry{16, 16, 16, true},
                                          // split-K: 2 chunks; 5 asked, capped by the 64-column groups (4 chunks of 128 at 500 columns)
-                                         kernels::QMatmulGeometry{2, 2, 16, false, 2}, kernels::QMatmulGeometry{4, 8, 32, true, 5}),
+                                         kernels::QMatmulGeometry{2, 2, 16, false, 2}, kernels::QMatmulGeometry{4, 8, 32, true, 5},
+                                         // prefetch applies at these (16 / 8 / 8 X floats, 2 / 4 / 2 W words a thread),
+                                         // the ones above fall back to plain loads
+                                         kernels::QMatmulGeometry{16, 8, 16, true}, kernels::QMatmulGeometry{8, 16, 16, false},
+                                         kernels::QMatmulGeometry{16, 16, 16, true, 3},
+                                         kernels::QMatmulGeometry{16, 16, 16, true, 1, false}),
                        ::testing::Values(kernels::Epilogue::None, kernels::Epilogue::Gelu, kernels::Epilogue::GatedResidual,
                                          kernels::Epilogue::Residual, kernels::Epilogue::AddRows)),
     matmul_name);
@@ -214,7 +220,8 @@ struct FlashCase {
   kernels::FlashVariant variant;
   uint32_t queries = 64, keys = 32;  // plain and quad
   kernels::FlashTiledGeometry tiled{};
-  bool prefetch = false;  // quad: the next K/V tile through registers
+  bool prefetch = false;  // quad, oct: the next K/V tile through registers
+  bool sub8 = false;      // oct: softmax update every 8 keys
 };
 
 void PrintTo(const FlashCase& c, std::ostream* os) { *os << c.name; }
@@ -225,7 +232,7 @@ TEST_P(SsFlowFlashAttention, MatchesReferenceAtAwkwardLengths) {
   const FlashCase& fc = GetParam();
   const gpu::Device& dev = test_device();
   if (fc.variant != kernels::FlashVariant::Plain && !dev.has_subgroups()) GTEST_SKIP() << "no subgroups";
-  if (fc.variant == kernels::FlashVariant::Tiled && dev.subgroup_size() % 8) GTEST_SKIP() << "subgroups of " << dev.subgroup_size();
+  if ((fc.variant == kernels::FlashVariant::Tiled || fc.variant == kernels::FlashVariant::Oct) && dev.subgroup_size() % 8) GTEST_SKIP() << "subgroups of " << dev.subgroup_size();
   const bool tiled = fc.variant == kernels::FlashVariant::Tiled;
   uint32_t seed = 80;
   for (uint32_t head_dim : tiled ? std::vector<uint32_t>{64, 32} : std::vector<uint32_t>{64}) {
@@ -266,7 +273,7 @@ TEST_P(SsFlowFlashAttention, MatchesReferenceAtAwkwardLengths) {
                                     .nq = c.nq, .nk = c.nk, .q_stride = q_stride, .q_offset = 0, .kv_stride = kv_stride,
                                     .k_offset = k_off, .v_offset = v_off, .o_stride = C, .scale = 0.125f,
                                     .variant = fc.variant, .queries_per_workgroup = fc.queries, .keys_per_tile = fc.keys,
-                                    .prefetch_tile = fc.prefetch, .tiled = fc.tiled, .head_dim = head_dim}));
+                                    .prefetch_tile = fc.prefetch, .oct_sub8 = fc.sub8, .tiled = fc.tiled, .head_dim = head_dim}));
       EXPECT_LT(test::rel_l2(read(out), ref), test::kF32Tolerance)
           << "head size " << head_dim << ", " << c.batch << "x" << c.heads << " " << c.nq << "x" << c.nk;
     }
@@ -281,6 +288,9 @@ INSTANTIATE_TEST_SUITE_P(Variants, SsFlowFlashAttention,
                                            // Prefetch: 8 and 4 vec4 of K and of V per thread and tile.
                                            FlashCase{"quad_bq32_k16_prefetch", FlashVariant::Quad, 32, 16, {}, true},
                                            FlashCase{"quad_bq128_prefetch", FlashVariant::Quad, 128, 32, {}, true},
+                                           FlashCase{"oct_bq64", FlashVariant::Oct, 64, 32},
+                                           FlashCase{"oct_bq128_prefetch", FlashVariant::Oct, 128, 32, {}, true},
+                                           FlashCase{"oct_bq32_k16_prefetch_sub8", FlashVariant::Oct, 32, 16, {}, true, true},
                                            // Tiled: queries per workgroup / per thread / keys per thread. 64/8/8
                                            // and 64/4/8 need 48 KiB at head size 64 (H200), so lavapipe's 32 KiB
                                            // runs them at head size 32 only.

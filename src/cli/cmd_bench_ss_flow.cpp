@@ -27,6 +27,7 @@ const char* attention_name(kernels::FlashVariant v) {
   switch (v) {
     case kernels::FlashVariant::Plain: return "plain";
     case kernels::FlashVariant::Quad: return "quad";
+    case kernels::FlashVariant::Oct: return "oct";
     case kernels::FlashVariant::Tiled: return "tiled";
   }
   return "?";
@@ -39,11 +40,11 @@ void add_bench_ss_flow(CLI::App& bench) {
   struct Opts {
     GpuOptions gpu;
     std::string stage;
-    bool synthetic = false, json = false, no_sample = false, fuse_gelu = false, batch2_only = false, no_quad = false, scalar_matmul = false;
+    bool synthetic = false, json = false, no_sample = false, fuse_gelu = false, batch2_only = false, no_quad = false, scalar_matmul = false, matmul_no_prefetch = false;
     int repeats = 5, blocks = 0, resolution = 0;
     std::vector<uint32_t> matmul{16, 16, 16};
     uint32_t attn_queries = 128, attn_keys = 32;
-    bool attn_no_prefetch = false;
+    bool attn_no_prefetch = false, attn_sub8 = false;
     std::string attention = "quad";
     std::vector<uint32_t> attn_geometry{64, 8, 8};
     uint32_t mlp2_splits = 2;
@@ -68,11 +69,13 @@ void add_bench_ss_flow(CLI::App& bench) {
   cmd->add_option("--attn-keys", o->attn_keys, "keys per flash-attention tile (quad variant)");
   cmd->add_flag("--attn-no-prefetch", o->attn_no_prefetch, "quad flash attention: load each K/V tile only when it is used (no register prefetch)");
   cmd->add_flag("--matmul-scalar", o->scalar_matmul, "qmatmul with scalar workgroup-memory reads (default: vec4)");
+  cmd->add_flag("--matmul-no-prefetch", o->matmul_no_prefetch, "qmatmul: load each K step only when it is used (no register prefetch)");
   cmd->add_flag("--no-quad", o->no_quad, "plain flash attention instead of the quad variant");
   cmd->add_flag("--batch2-only", o->batch2_only, "forward at batch 2 only (for sweeps)");
   cmd->add_option("--attn-queries", o->attn_queries, "queries per flash-attention workgroup (plain, quad; the quad self attention runs half of them at batch 1)");
-  cmd->add_option("--attention", o->attention, "flash attention variant: plain, quad or tiled (FA2-style register tiles)")
-      ->check(CLI::IsMember({"plain", "quad", "tiled"}));
+  cmd->add_option("--attention", o->attention, "flash attention variant: plain, quad, oct (8 queries per lane octet) or tiled (FA2-style register tiles)")
+      ->check(CLI::IsMember({"plain", "quad", "oct", "tiled"}));
+  cmd->add_flag("--attn-sub8", o->attn_sub8, "oct flash attention: online-softmax update every 8 keys (default 4)");
   cmd->add_option("--attn-geometry", o->attn_geometry,
                   "tiled attention: queries per workgroup, queries per thread (4|8), keys per thread (4|8)[, prefetch (0|1)]")
       ->expected(3, 4);
@@ -92,11 +95,13 @@ void add_bench_ss_flow(CLI::App& bench) {
     }
     trellis::SsFlowOptions mo;
     mo.matmul = {o->matmul[0], o->matmul[1], o->matmul[2], !o->scalar_matmul};
+    mo.matmul.prefetch = !o->matmul_no_prefetch;
     mo.attention_queries = o->attn_queries;
     mo.fuse_gelu = o->fuse_gelu;
     mo.attention = o->no_quad            ? kernels::FlashVariant::Plain
                    : o->attention == "plain" ? kernels::FlashVariant::Plain
                    : o->attention == "tiled" ? kernels::FlashVariant::Tiled
+                   : o->attention == "oct"   ? kernels::FlashVariant::Oct
                                              : kernels::FlashVariant::Quad;
     mo.mlp2_k_splits = o->mlp2_splits;
     mo.square_k_splits = o->square_splits;
@@ -104,6 +109,7 @@ void add_bench_ss_flow(CLI::App& bench) {
                           o->attn_geometry.size() > 3 && o->attn_geometry[3] != 0};
     mo.attention_keys = o->attn_keys;
     mo.attention_prefetch = !o->attn_no_prefetch;
+    mo.attention_oct_sub8 = o->attn_sub8;
     auto t_load = std::chrono::steady_clock::now();
     trellis::SsFlowModel model(kernels, *source, mo);
     const auto& c = model.config();
@@ -122,7 +128,7 @@ void add_bench_ss_flow(CLI::App& bench) {
                         {"attention", attention_name(model.options().attention)}, {"attention_keys", o->attn_keys}, {"attention_prefetch", !o->attn_no_prefetch},
                         {"attention_geometry", {model.options().attention_tiled.queries, model.options().attention_tiled.queries_per_thread,
                                                 model.options().attention_tiled.keys_per_thread,
-                                                model.options().attention_tiled.prefetch ? 1u : 0u}}, {"fuse_gelu", o->fuse_gelu}, {"mlp2_k_splits", o->mlp2_splits}, {"square_k_splits", o->square_splits}, {"matmul_vec4", !o->scalar_matmul}};
+                                                model.options().attention_tiled.prefetch ? 1u : 0u}}, {"fuse_gelu", o->fuse_gelu}, {"mlp2_k_splits", o->mlp2_splits}, {"square_k_splits", o->square_splits}, {"matmul_vec4", !o->scalar_matmul}, {"matmul_prefetch", !o->matmul_no_prefetch}};
     std::string text;
     {
       const auto& mo_used = model.options();

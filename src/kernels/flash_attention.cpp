@@ -52,10 +52,15 @@ Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a,
       key = {.file = "flash_attention.wgsl", .constants = {{"BQ", queries}}};
       break;
     case FlashVariant::Quad:
-      if (queries % 4 || !dev.has_subgroups())
-        throw Error("the quad flash attention needs subgroups and a multiple of 4 queries per workgroup", where);
+    case FlashVariant::Oct: {
+      const bool oct = a.variant == FlashVariant::Oct;
+      if (queries % (oct ? 8 : 4) || !dev.has_subgroups() || (oct && dev.subgroup_size() % 8))
+        throw Error(oct ? "the oct flash attention needs subgroups of a multiple of 8 lanes and a multiple of 8 queries per workgroup"
+                        : "the quad flash attention needs subgroups and a multiple of 4 queries per workgroup",
+                    where);
       if (a.keys_per_tile == 0 || a.keys_per_tile % 8) throw Error("keys per tile must be a positive multiple of 8", where);
-      key = {.file = "flash_attention_quad.wgsl", .constants = {{"BQ", queries}, {"BK", a.keys_per_tile}}};
+      key = {.file = oct ? "flash_attention_oct.wgsl" : "flash_attention_quad.wgsl", .constants = {{"BQ", queries}, {"BK", a.keys_per_tile}}};
+      if (oct && a.oct_sub8) key.defines.insert("SUB8");
       if (a.prefetch_tile) {
         if (!quad_prefetch_fits(queries, a.keys_per_tile))
           throw Error("tile prefetch needs keys_per_tile x 16 (" + std::to_string(a.keys_per_tile * 16) + ") a multiple of the " + std::to_string(queries) +
@@ -64,6 +69,7 @@ Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a,
         key.defines.insert("PREFETCH");
       }
       break;
+    }
     case FlashVariant::Tiled: {
       const FlashTiledGeometry& g = a.tiled;
       queries = g.queries;

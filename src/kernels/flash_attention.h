@@ -10,6 +10,7 @@ namespace ember::kernels {
 enum class FlashVariant {
   Plain,  // flash_attention.wgsl: one query per thread
   Quad,   // flash_attention_quad.wgsl: 4 queries per lane quad (needs subgroups of a multiple of 4)
+  Oct,    // flash_attention_oct.wgsl: 8 queries per lane octet (needs subgroups of a multiple of 8)
   Tiled,  // flash_attention_tiled.wgsl: FA2-style register tiles (needs subgroups of a multiple of 8)
 };
 
@@ -34,11 +35,12 @@ struct FlashAttentionArgs {
   uint32_t q_stride, q_offset, kv_stride, k_offset, v_offset, o_stride;
   float scale;
   FlashVariant variant = FlashVariant::Plain;
-  uint32_t queries_per_workgroup = 64;  // plain and quad (multiple of 4 for quad)
-  uint32_t keys_per_tile = 32;          // quad: keys per workgroup-memory tile (multiple of 8)
+  uint32_t queries_per_workgroup = 64;  // plain, quad and oct (multiple of 4 for quad, 8 for oct)
+  uint32_t keys_per_tile = 32;          // quad, oct: keys per workgroup-memory tile (multiple of 8)
   // quad: read the next K/V tile into registers while the current one is used (needs
   // keys_per_tile * 16 a multiple of queries_per_workgroup, at most 8 times it).
   bool prefetch_tile = false;
+  bool oct_sub8 = false;  // oct: online-softmax update every 8 keys instead of 4
   FlashTiledGeometry tiled{};
   uint32_t head_dim = 64;  // 64; the tiled variant also takes 32
 };

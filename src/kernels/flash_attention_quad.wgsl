@@ -2,11 +2,12 @@ enable subgroups;
 // Flash attention for head size 64 (same contract and layout as flash_attention.wgsl), register-
 // tiled for reuse: a quad of 4 adjacent lanes owns 4 queries; lane p of the quad holds dims
 // [16p, 16p+16) of those queries' q and output accumulators. Each key's 4 vec4 loaded from
-// workgroup memory feed 4 queries (16 FMAs per load instead of 4). The quad's partial dot products
-// are summed by a transposing reduction (3 scalar shuffles a key: lane p ends with query p's score),
-// lane p runs query p's softmax alone (one exp a key), and the 4 probabilities are gathered back for
-// P V (3 shuffles). Online softmax every SUB keys. Needs subgroups whose size is a multiple of 4,
-// laid out over local_invocation_index.
+// workgroup memory feed 4 queries (16 FMAs per load instead of 4). Lane p keeps query a ^ p in its
+// slot a, so the quad's exchanges need no reordering: the partial dot products are summed by a
+// transposing reduction (3 scalar shuffles a key: lane p ends with query p's score, its slot 0),
+// lane p runs query p's softmax alone (one exp a key), and the 4 probabilities come back for P V in
+// slot order (3 shuffles). Online softmax every SUB keys, in base 2 (log2(e) folded into the query
+// scale). Needs subgroups whose size is a multiple of 4, laid out over local_invocation_index.
 // PREFETCH: the next K/V tile is read from memory into registers while the current one is used
 // (each thread holds PER = BK * 16 / BQ vec4 of each), so the tile load no longer waits on memory.
 #include "flash_attention_params.wgsl"
@@ -15,6 +16,7 @@ override BQ: u32 = 64u;  // threads = queries per workgroup (multiple of 4)
 override BK: u32 = 32u;  // keys per workgroup-memory tile (multiple of SUB; 64 needs 32 KiB)
 const SUB: u32 = 8u;     // keys per online-softmax update
 const NEG_BIG: f32 = -3.0e38;
+const LOG2E: f32 = 1.4426950408889634;
 
 var<workgroup> ktile: array<vec4<f32>, BK * 16u>;
 var<workgroup> vtile: array<vec4<f32>, BK * 16u>;
@@ -31,20 +33,18 @@ fn kv_at(k0: u32, idx: u32, head: u32, batch: u32) -> array<vec4<f32>, 2> {
   return r;
 }
 
-// Lane `part` of a quad holds query `part`'s value; returns all 4, indexed by query.
-fn quad_gather(x: f32, part: u32) -> vec4<f32> {
-  var r = vec4<f32>(x, subgroupShuffleXor(x, 1u), subgroupShuffleXor(x, 2u), subgroupShuffleXor(x, 3u));  // lanes part ^ 0..3
-  r = select(r, r.yxwz, (part & 1u) != 0u);
-  return select(r, r.zwxy, (part & 2u) != 0u);
+// Lane `part` of a quad holds query `part`'s value; returns the quad's 4 in slot order (slot a:
+// query a ^ part).
+fn quad_gather(x: f32) -> vec4<f32> {
+  return vec4<f32>(x, subgroupShuffleXor(x, 1u), subgroupShuffleXor(x, 2u), subgroupShuffleXor(x, 3u));
 }
 
-// The quad's partial scores s (this lane's 16 dims, for queries 0..3) summed over the 4 lanes; lane
-// `part` returns query `part`'s total. Round 1 swaps query halves with lane ^ 2, round 2 singles with lane ^ 1.
-fn quad_sum_own(s: vec4<f32>, part: u32) -> f32 {
-  let hi = (part & 2u) != 0u;
-  let t = select(s.xy, s.zw, hi) + subgroupShuffleXor(select(s.zw, s.xy, hi), 2u);
-  let odd = (part & 1u) != 0u;
-  return select(t.x, t.y, odd) + subgroupShuffleXor(select(t.y, t.x, odd), 1u);
+// The quad's partial scores s (this lane's 16 dims, in slot order) summed over the 4 lanes; returns
+// query `part`'s total. Round 1: lane ^ 2 holds this lane's slots 0, 1 queries in its slots 2, 3;
+// round 2: lane ^ 1 holds this lane's query in its slot 1.
+fn quad_sum_own(s: vec4<f32>) -> f32 {
+  let t = s.xy + subgroupShuffleXor(s.zw, 2u);
+  return t.x + subgroupShuffleXor(t.y, 1u);
 }
 
 #if PREFETCH
@@ -57,13 +57,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   let batch = wg.z;
   let part = li % 4u;
   let q0 = wg.x * BQ + (li / 4u) * 4u;  // first of the quad's 4 queries
-  var qr: array<vec4<f32>, 16>;   // qr[4a + b]: query q0+a, dims 16 part + 4b .. +3
+  var qr: array<vec4<f32>, 16>;   // qr[4a + b]: slot a (query q0 + (a ^ part)), dims 16 part + 4b .. +3
   var acc: array<vec4<f32>, 16>;
+  let scale = p.scale * LOG2E;
   for (var a = 0u; a < 4u; a++) {
-    let qi = min(q0 + a, p.nq - 1u);
+    let qi = min(q0 + (a ^ part), p.nq - 1u);
     let base = ((batch * p.nq + qi) * p.q_stride + p.q_offset + head * 64u) / 4u + part * 4u;
     for (var b = 0u; b < 4u; b++) {
-      qr[4u * a + b] = q[base + b] * p.scale;
+      qr[4u * a + b] = q[base + b] * scale;
       acc[4u * a + b] = vec4<f32>(0.0);
     }
   }
@@ -101,7 +102,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     workgroupBarrier();
 #endif
     for (var j0 = 0u; j0 < BK; j0 += SUB) {
-      var d: array<vec4<f32>, 8>;  // SUB: d[j][a] = this lane's part of query q0+a's score with key k0+j0+j
+      var d: array<vec4<f32>, 8>;  // SUB: d[j][a] = this lane's part of slot a's score with key k0+j0+j
       for (var j = 0u; j < SUB; j++) {
         let kb = (j0 + j) * 16u + part * 4u;
         let k_0 = ktile[kb];
@@ -118,13 +119,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
       }
       // Written out, 8 independent reductions whose shuffle latencies overlap (reducing inside the
       // key loop above measured 12% slower on the H200).
-      var s = array<f32, 8>(quad_sum_own(d[0], part), quad_sum_own(d[1], part), quad_sum_own(d[2], part), quad_sum_own(d[3], part),
-                            quad_sum_own(d[4], part), quad_sum_own(d[5], part), quad_sum_own(d[6], part), quad_sum_own(d[7], part));
+      var s = array<f32, 8>(quad_sum_own(d[0]), quad_sum_own(d[1]), quad_sum_own(d[2]), quad_sum_own(d[3]),
+                            quad_sum_own(d[4]), quad_sum_own(d[5]), quad_sum_own(d[6]), quad_sum_own(d[7]));
       var mx = m;
       for (var j = 0u; j < SUB; j++) { mx = max(mx, s[j]); }
-      let corr = exp(m - mx);
+      let corr = exp2(m - mx);
       l *= corr;
-      let corr4 = quad_gather(corr, part);
+      let corr4 = quad_gather(corr);
       for (var b = 0u; b < 4u; b++) {
         acc[b] *= corr4.x;
         acc[4u + b] *= corr4.y;
@@ -132,11 +133,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         acc[12u + b] *= corr4.w;
       }
       for (var j = 0u; j < SUB; j++) {
-        s[j] = exp(s[j] - mx);
+        s[j] = exp2(s[j] - mx);
         l += s[j];
       }
-      var pr = array<vec4<f32>, 8>(quad_gather(s[0], part), quad_gather(s[1], part), quad_gather(s[2], part), quad_gather(s[3], part),
-                                   quad_gather(s[4], part), quad_gather(s[5], part), quad_gather(s[6], part), quad_gather(s[7], part));
+      var pr = array<vec4<f32>, 8>(quad_gather(s[0]), quad_gather(s[1]), quad_gather(s[2]), quad_gather(s[3]),
+                                   quad_gather(s[4]), quad_gather(s[5]), quad_gather(s[6]), quad_gather(s[7]));
       for (var j = 0u; j < SUB; j++) {
         let pj = pr[j];
         let vb = (j0 + j) * 16u + part * 4u;
@@ -152,9 +153,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
     workgroupBarrier();
   }
-  let inv = quad_gather(1.0 / l, part);
+  let inv = quad_gather(1.0 / l);
   for (var a = 0u; a < 4u; a++) {
-    let qi = q0 + a;
+    let qi = q0 + (a ^ part);
     if (qi < p.nq) {
       let base = ((batch * p.nq + qi) * p.o_stride + head * 64u) / 4u + part * 4u;
       for (var b = 0u; b < 4u; b++) { o[base + b] = acc[4u * a + b] * inv[a]; }

@@ -18,6 +18,14 @@ uint32_t split_chunk(const QuantizedMatrix& w, uint32_t k_splits) {
   return 64 * ((groups + k_splits - 1) / k_splits);
 }
 
+// Whether a thread's share of one K step fits the prefetch registers (qmatmul.wgsl: XPER, WPER).
+bool prefetch_fits(const QMatmulGeometry& g) {
+  const uint32_t threads = g.wg_tokens * g.wg_rows;
+  const uint32_t x_floats = (8 * g.wg_tokens * g.k_step + threads - 1) / threads;
+  const uint32_t w_words = (8 * g.wg_rows * (g.k_step / 4) + threads - 1) / threads;
+  return x_floats <= 16 && w_words <= 8;
+}
+
 void add_epilogue_define(gpu::KernelKey& key, Epilogue e) {
   switch (e) {
     case Epilogue::None: break;
@@ -53,6 +61,7 @@ std::vector<Dispatch> qmatmul_dispatches(gpu::KernelCache& kernels, const QMatmu
   gpu::KernelKey key{.file = "qmatmul.wgsl",
                      .constants = {{"WG_T", g.wg_tokens}, {"WG_R", g.wg_rows}, {"KS", g.k_step}}};
   if (g.vec4) key.defines.insert("VEC4");
+  if (g.prefetch && prefetch_fits(g)) key.defines.insert("PREFETCH");
   if (split)
     key.defines.insert("SPLIT_K");
   else

@@ -25,6 +25,10 @@ struct QMatmulGeometry {
   // at the seed-004 shapes (bench/NOTES.md), so the default.
   bool vec4 = true;
   uint32_t k_splits = 1;
+  // The next K step's X and W read into registers while the current one is used; applies where a
+  // thread's share of a step is at most 16 X floats and 8 W words (8 k_step / wg_rows and
+  // 2 k_step / wg_tokens), the plain loads elsewhere.
+  bool prefetch = true;
   bool operator==(const QMatmulGeometry&) const = default;
 };
 

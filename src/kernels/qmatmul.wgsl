@@ -12,6 +12,8 @@
 // b for z = 0) to y as [z][tokens][rows]; qmatmul_split_sum.wgsl then adds the partials and
 // applies the epilogue. For matrices whose few output tiles would leave SMs idle for a long K.
 // VEC4: the workgroup tiles read as vec4 (matmul_tiles.wgsl); the default geometry's choice.
+// PREFETCH: the next K step's X and W are read from memory into registers while the current
+// step's FMAs run, so the tile loads no longer wait on memory latency.
 #include "qmatmul_params.wgsl"
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -48,6 +50,49 @@ fn quant_block_index(tile: u32, group: u32) -> u32 {
   return tile * (p.padded_cols / 64u) + group;
 }
 
+// The X tile's element idx (k fastest) at K step k0: xs[idx % KS][idx / KS].
+fn load_x(t0: u32, k0: u32, idx: u32) -> f32 {
+  let t = t0 + idx / KS;
+  let k = k0 + idx % KS;
+  if (idx < BT * KS && t < p.tokens && k < p.cols) { return x[t * p.x_stride + k]; }
+  return 0.0;
+}
+
+// The W tile's word idx (4 int8 along k, k fastest) at K step k0 and its row's scale.
+struct WWord {
+  word: u32,
+  scale: f32,
+}
+fn load_w(r0: u32, k0: u32, idx: u32) -> WWord {
+  let r = r0 + idx / (KS / 4u);
+  let k = k0 + (idx % (KS / 4u)) * 4u;
+  if (idx >= BR * (KS / 4u) || r >= p.padded_rows) { return WWord(0u, 0.0); }
+  let block = quant_block_index(r / 16u, k / 64u);
+  let ri = r % 16u;
+  return WWord(wq[(block * 1024u + ri * 64u + (k % 64u)) >> 2u], unpack2x16float(ws[(block * 16u + ri) >> 1u])[ri & 1u]);
+}
+
+fn store_x_at(idx: u32, v: f32) {
+  if (idx < BT * KS) { store_x(idx % KS, idx / KS, v); }
+}
+
+// Dequantized into wsh[k][row].
+fn store_w_at(idx: u32, w: WWord) {
+  if (idx >= BR * (KS / 4u)) { return; }
+  let kk = (idx % (KS / 4u)) * 4u;
+  let rl = idx / (KS / 4u);
+  let wi = i32(w.word);
+  store_w(kk, rl, f32(extractBits(wi, 0u, 8u)) * w.scale);
+  store_w(kk + 1u, rl, f32(extractBits(wi, 8u, 8u)) * w.scale);
+  store_w(kk + 2u, rl, f32(extractBits(wi, 16u, 8u)) * w.scale);
+  store_w(kk + 3u, rl, f32(extractBits(wi, 24u, 8u)) * w.scale);
+}
+
+#if PREFETCH
+override XPER = (BT * KS + NT - 1u) / NT;          // X floats per thread and K step (<= 16)
+override WPER = (BR * (KS / 4u) + NT - 1u) / NT;   // W words per thread and K step (<= 8)
+#endif
+
 @compute @workgroup_size(NT)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
   let r0 = wg.x * BR;
@@ -59,39 +104,26 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 
   let k_begin = wg.z * p.k_chunk;
   let k_end = min(k_begin + p.k_chunk, p.padded_cols);
+#if PREFETCH
+  var xn: array<f32, 16>;
+  var wn: array<WWord, 8>;
+  for (var r = 0u; r < XPER; r++) { xn[r] = load_x(t0, k_begin, li + r * NT); }
+  for (var r = 0u; r < WPER; r++) { wn[r] = load_w(r0, k_begin, li + r * NT); }
+#endif
   for (var k0 = k_begin; k0 < k_end; k0 += KS) {
-    // X tile, transposed into xs[k][token].
-    for (var idx = li; idx < BT * KS; idx += NT) {
-      let kk = idx % KS;
-      let tl = idx / KS;
-      let t = t0 + tl;
-      let k = k0 + kk;
-      var v = 0.0;
-      if (t < p.tokens && k < p.cols) { v = x[t * p.x_stride + k]; }
-      store_x(kk, tl, v);
-    }
-    // W tile, dequantized into wsh[k][row]; 4 int8 per word.
-    for (var idx = li; idx < BR * (KS / 4u); idx += NT) {
-      let kw = idx % (KS / 4u);
-      let rl = idx / (KS / 4u);
-      let r = r0 + rl;
-      let k = k0 + kw * 4u;
-      var q = vec4<f32>(0.0);
-      if (r < p.padded_rows) {
-        let block = quant_block_index(r / 16u, k / 64u);
-        let ri = r % 16u;
-        let word = wq[(block * 1024u + ri * 64u + (k % 64u)) >> 2u];
-        let s = unpack2x16float(ws[(block * 16u + ri) >> 1u])[ri & 1u];
-        let wi = i32(word);
-        q = vec4<f32>(f32(extractBits(wi, 0u, 8u)), f32(extractBits(wi, 8u, 8u)),
-                      f32(extractBits(wi, 16u, 8u)), f32(extractBits(wi, 24u, 8u))) * s;
-      }
-      store_w(kw * 4u, rl, q.x);
-      store_w(kw * 4u + 1u, rl, q.y);
-      store_w(kw * 4u + 2u, rl, q.z);
-      store_w(kw * 4u + 3u, rl, q.w);
-    }
+#if PREFETCH
+    for (var r = 0u; r < XPER; r++) { store_x_at(li + r * NT, xn[r]); }
+    for (var r = 0u; r < WPER; r++) { store_w_at(li + r * NT, wn[r]); }
     workgroupBarrier();
+    if (k0 + KS < k_end) {  // uniform: the next step's loads fly while this one's FMAs run
+      for (var r = 0u; r < XPER; r++) { xn[r] = load_x(t0, k0 + KS, li + r * NT); }
+      for (var r = 0u; r < WPER; r++) { wn[r] = load_w(r0, k0 + KS, li + r * NT); }
+    }
+#else
+    for (var idx = li; idx < BT * KS; idx += NT) { store_x_at(idx, load_x(t0, k0, idx)); }
+    for (var idx = li; idx < BR * (KS / 4u); idx += NT) { store_w_at(idx, load_w(r0, k0, idx)); }
+    workgroupBarrier();
+#endif
     for (var kk = 0u; kk < KS; kk++) {
 #if VEC4
       let a0 = xs4[kk * XS4 + tt];

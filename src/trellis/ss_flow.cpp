@@ -44,7 +44,8 @@ SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const
   using kernels::FlashVariant;
   if (!d.has_subgroups()) options_.subgroups = false;
   // A quad (tiled: a row group of 8 lanes) must sit inside one subgroup.
-  if (options_.attention == FlashVariant::Tiled && (!d.has_subgroups() || d.subgroup_size() % 8 != 0))
+  if ((options_.attention == FlashVariant::Tiled || options_.attention == FlashVariant::Oct) &&
+      (!d.has_subgroups() || d.subgroup_size() % 8 != 0))
     options_.attention = FlashVariant::Quad;
   if (options_.attention == FlashVariant::Quad && (!d.has_subgroups() || d.subgroup_size() % 4 != 0))
     options_.attention = FlashVariant::Plain;
@@ -189,6 +190,7 @@ void SsFlowModel::build_graphs() {
                                                .v_offset = 2 * C, .o_stride = C, .scale = 0.125f,
                                                .variant = options_.attention, .queries_per_workgroup = self_attention_queries(B),
                                                .keys_per_tile = options_.attention_keys, .prefetch_tile = options_.attention_prefetch,
+                                               .oct_sub8 = options_.attention_oct_sub8,
                                                .tiled = options_.attention_tiled},
                                            "self_attn.flash"));
       push_square(mm_args(b_->att, C, w.self_out, b_->h, C, T, Epilogue::GatedResidual, &b_->mods, 2 * C), "self_attn.to_out+gate");
@@ -200,6 +202,7 @@ void SsFlowModel::build_graphs() {
                                                .v_offset = C, .o_stride = C, .scale = 0.125f,
                                                .variant = options_.attention, .queries_per_workgroup = options_.attention_queries,
                                                .keys_per_tile = options_.attention_keys, .prefetch_tile = options_.attention_prefetch,
+                                               .oct_sub8 = options_.attention_oct_sub8,
                                                .tiled = options_.attention_tiled},
                                            "cross_attn.flash"));
       push_square(mm_args(b_->att, C, w.cross_out, b_->h, C, T, Epilogue::Residual), "cross_attn.to_out+residual");
@@ -225,7 +228,9 @@ void SsFlowModel::build_graphs() {
 // batch 2 (H200: 29.8 -> 25.8 ms per batch-1 forward; at batch 2, 64 is slower: 51.3 vs 44.9 ms).
 uint32_t SsFlowModel::self_attention_queries(uint32_t batch) const {
   const uint32_t q = options_.attention_queries;
-  const bool halve = batch == 1 && options_.attention == kernels::FlashVariant::Quad && q >= 64 && q % 8 == 0 &&
+  const auto v = options_.attention;
+  const uint32_t lanes = v == kernels::FlashVariant::Quad ? 4 : v == kernels::FlashVariant::Oct ? 8 : 0;
+  const bool halve = batch == 1 && lanes && q >= 64 && q % (2 * lanes) == 0 &&
                      (!options_.attention_prefetch || kernels::quad_prefetch_fits(q / 2, options_.attention_keys));
   return halve ? q / 2 : q;
 }

@@ -40,6 +40,7 @@ struct SsFlowOptions {
   // quad: the next K/V tile read into registers during the current one. H200, batch 2: self
   // attention 49.3 -> 47.0 ms per forward (BQ 64 or BK 64 with it: 53-54 ms).
   bool attention_prefetch = true;
+  bool attention_oct_sub8 = false;  // oct: online-softmax update every 8 keys instead of 4
   kernels::FlashTiledGeometry attention_tiled{};
   bool subgroups = true;            // use subgroup reductions where the device has them
   // GELU fused into the mlp.0 matmul's epilogue. Off by default: on the H200 (NVIDIA Vulkan) the

@@ -1,0 +1,170 @@
+enable subgroups;
+// Flash attention for head size 64 (same contract and layout as flash_attention.wgsl), the quad
+// kernel's scheme (flash_attention_quad.wgsl) with octets: 8 adjacent lanes own 8 queries; lane p
+// holds dims [8p, 8p+8) of those queries' q and output accumulators, query a ^ p in its slot a.
+// Each key's 2 vec4 loaded from workgroup memory feed 8 queries (32 FMAs per load, twice the
+// quad's), for 7 shuffles a key in the transposing reduction and 7 in the gather (the quad: 3 + 3).
+// Online softmax every SUB keys in base 2. Needs subgroups of a multiple of 8 lanes laid out over
+// local_invocation_index.
+// PREFETCH: the next K/V tile is read into registers while the current one is used.
+#include "flash_attention_params.wgsl"
+
+override BQ: u32 = 64u;  // threads = queries per workgroup (multiple of 8)
+override BK: u32 = 32u;  // keys per workgroup-memory tile (multiple of SUB)
+#if SUB8
+const SUB: u32 = 8u;
+#else
+const SUB: u32 = 4u;     // keys per online-softmax update
+#endif
+const NEG_BIG: f32 = -3.0e38;
+const LOG2E: f32 = 1.4426950408889634;
+
+var<workgroup> ktile: array<vec4<f32>, BK * 16u>;
+var<workgroup> vtile: array<vec4<f32>, BK * 16u>;
+
+// Key k0 + idx / 16's dims 4 (idx % 16) .. +3 of K and V (zeros past the last key).
+fn kv_at(k0: u32, idx: u32, head: u32, batch: u32) -> array<vec4<f32>, 2> {
+  let j = k0 + idx / 16u;
+  var r = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
+  if (j < p.nk) {
+    let row = (batch * p.nk + j) * p.kv_stride + head * 64u;
+    r[0] = kv[(row + p.k_offset) / 4u + idx % 16u];
+    r[1] = kv[(row + p.v_offset) / 4u + idx % 16u];
+  }
+  return r;
+}
+
+// Each lane's value (its own query's) for the octet's 8 queries in slot order (slot a: lane ^ a).
+struct Oct {
+  lo: vec4<f32>,  // slots 0..3
+  hi: vec4<f32>,  // slots 4..7
+}
+fn oct_gather(x: f32) -> Oct {
+  return Oct(vec4<f32>(x, subgroupShuffleXor(x, 1u), subgroupShuffleXor(x, 2u), subgroupShuffleXor(x, 3u)),
+             vec4<f32>(subgroupShuffleXor(x, 4u), subgroupShuffleXor(x, 5u), subgroupShuffleXor(x, 6u), subgroupShuffleXor(x, 7u)));
+}
+
+// The octet's partial scores (this lane's 8 dims, slot order) summed over the 8 lanes: this lane's
+// query's total. Each round keeps the slots whose queries the partner holds in its upper half.
+fn oct_sum_own(s: Oct) -> f32 {
+  let t = s.lo + subgroupShuffleXor(s.hi, 4u);
+  let u = t.xy + subgroupShuffleXor(t.zw, 2u);
+  return u.x + subgroupShuffleXor(u.y, 1u);
+}
+
+fn slot(v: Oct, a: u32) -> f32 {
+  return select(v.lo[a % 4u], v.hi[a % 4u], a >= 4u);
+}
+
+#if PREFETCH
+override PER: u32 = BK * 16u / BQ;  // vec4 of K (and of V) per thread and tile; at most 8
+#endif
+
+@compute @workgroup_size(BQ)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+  let head = wg.y;
+  let batch = wg.z;
+  let part = li % 8u;
+  let q0 = wg.x * BQ + (li / 8u) * 8u;  // first of the octet's 8 queries
+  var qr: array<vec4<f32>, 16>;   // qr[2a + b]: slot a (query q0 + (a ^ part)), dims 8 part + 4b .. +3
+  var acc: array<vec4<f32>, 16>;
+  let scale = p.scale * LOG2E;
+  for (var a = 0u; a < 8u; a++) {
+    let qi = min(q0 + (a ^ part), p.nq - 1u);
+    let base = ((batch * p.nq + qi) * p.q_stride + p.q_offset + head * 64u) / 4u + part * 2u;
+    for (var b = 0u; b < 2u; b++) {
+      qr[2u * a + b] = q[base + b] * scale;
+      acc[2u * a + b] = vec4<f32>(0.0);
+    }
+  }
+  var m = NEG_BIG;  // query `part`'s running max and sum
+  var l = 0.0;
+#if PREFETCH
+  var kn: array<vec4<f32>, 8>;
+  var vn: array<vec4<f32>, 8>;
+  for (var r = 0u; r < PER; r++) {
+    let t = kv_at(0u, li + r * BQ, head, batch);
+    kn[r] = t[0];
+    vn[r] = t[1];
+  }
+#endif
+  for (var k0 = 0u; k0 < p.nk; k0 += BK) {
+#if PREFETCH
+    for (var r = 0u; r < PER; r++) {
+      ktile[li + r * BQ] = kn[r];
+      vtile[li + r * BQ] = vn[r];
+    }
+    workgroupBarrier();
+    if (k0 + BK < p.nk) {  // uniform: the next tile's loads fly while this one is used
+      for (var r = 0u; r < PER; r++) {
+        let t = kv_at(k0 + BK, li + r * BQ, head, batch);
+        kn[r] = t[0];
+        vn[r] = t[1];
+      }
+    }
+#else
+    for (var idx = li; idx < BK * 16u; idx += BQ) {
+      let t = kv_at(k0, idx, head, batch);
+      ktile[idx] = t[0];
+      vtile[idx] = t[1];
+    }
+    workgroupBarrier();
+#endif
+    for (var j0 = 0u; j0 < BK; j0 += SUB) {
+      var d: array<Oct, SUB>;  // d[j]: this lane's part of each slot's score with key k0+j0+j
+      for (var j = 0u; j < SUB; j++) {
+        let kb = (j0 + j) * 16u + part * 2u;
+        let k_0 = ktile[kb];
+        let k_1 = ktile[kb + 1u];
+        var lo = vec4<f32>(dot(qr[0], k_0) + dot(qr[1], k_1), dot(qr[2], k_0) + dot(qr[3], k_1),
+                           dot(qr[4], k_0) + dot(qr[5], k_1), dot(qr[6], k_0) + dot(qr[7], k_1));
+        var hi = vec4<f32>(dot(qr[8], k_0) + dot(qr[9], k_1), dot(qr[10], k_0) + dot(qr[11], k_1),
+                           dot(qr[12], k_0) + dot(qr[13], k_1), dot(qr[14], k_0) + dot(qr[15], k_1));
+        if (k0 + j0 + j >= p.nk) {  // /8: the octet sum stays finite
+          lo = vec4<f32>(NEG_BIG / 8.0);
+          hi = lo;
+        }
+        d[j] = Oct(lo, hi);
+      }
+      var s: array<f32, SUB>;
+      for (var j = 0u; j < SUB; j++) { s[j] = oct_sum_own(d[j]); }
+      var mx = m;
+      for (var j = 0u; j < SUB; j++) { mx = max(mx, s[j]); }
+      let corr = exp2(m - mx);
+      l *= corr;
+      let c8 = oct_gather(corr);
+      for (var a = 0u; a < 8u; a++) {
+        let c = slot(c8, a);
+        acc[2u * a] *= c;
+        acc[2u * a + 1u] *= c;
+      }
+      var pr: array<Oct, SUB>;
+      for (var j = 0u; j < SUB; j++) {
+        let e = exp2(s[j] - mx);
+        l += e;
+        pr[j] = oct_gather(e);
+      }
+      for (var j = 0u; j < SUB; j++) {
+        let vb = (j0 + j) * 16u + part * 2u;
+        let v_0 = vtile[vb];
+        let v_1 = vtile[vb + 1u];
+        for (var a = 0u; a < 8u; a++) {
+          let pa = slot(pr[j], a);
+          acc[2u * a] = fma(vec4<f32>(pa), v_0, acc[2u * a]);
+          acc[2u * a + 1u] = fma(vec4<f32>(pa), v_1, acc[2u * a + 1u]);
+        }
+      }
+      m = mx;
+    }
+    workgroupBarrier();
+  }
+  let inv = oct_gather(1.0 / l);
+  for (var a = 0u; a < 8u; a++) {
+    let qi = q0 + (a ^ part);
+    if (qi < p.nq) {
+      let base = ((batch * p.nq + qi) * p.o_stride + head * 64u) / 4u + part * 2u;
+      let f = slot(inv, a);
+      for (var b = 0u; b < 2u; b++) { o[base + b] = acc[2u * a + b] * f; }
+    }
+  }
+}
