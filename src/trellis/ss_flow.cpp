@@ -35,6 +35,17 @@ kernels::QuantizedMatrix linear(const gpu::Device& d, const TensorSource& s, con
   return upload_linear(d, s.get(name + ".weight"), s.get(name + ".bias"));
 }
 
+// The timestep path's matmuls (t_embedder, adaLN_modulation) have 1 or 2 tokens: small tiles and
+// every 64-column group its own K chunk, or the default 128-token tiles leave the GPU nearly idle
+// through a long K loop (H200: 130 us per adaLN_modulation).
+kernels::QMatmulGeometry few_tokens_geometry(const kernels::QuantizedMatrix& w) {
+  return {.wg_tokens = 4, .wg_rows = 16, .k_step = 16, .k_splits = w.padded_cols / 64};
+}
+
+uint64_t few_tokens_split_floats(const kernels::QuantizedMatrix& w, uint32_t tokens) {
+  return kernels::qmatmul_split_floats(w, tokens, few_tokens_geometry(w).k_splits);
+}
+
 }  // namespace
 
 SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const SsFlowOptions& options)
@@ -95,7 +106,9 @@ SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const
     const auto& w0 = w_->blocks.front();
     const uint64_t floats = std::max({kernels::qmatmul_split_floats(w0.mlp2, uint32_t(B * N), mlp2_splits(2)),
                                       kernels::qmatmul_split_floats(w0.mlp2, uint32_t(N), mlp2_splits(1)),
-                                      kernels::qmatmul_split_floats(w0.self_out, uint32_t(B * N), options_.square_k_splits)});
+                                      kernels::qmatmul_split_floats(w0.self_out, uint32_t(B * N), options_.square_k_splits),
+                                      few_tokens_split_floats(w0.ada, B), few_tokens_split_floats(w_->t0, B),
+                                      few_tokens_split_floats(w_->t2, B)});
     if (floats) b_->split_partials = buf(floats, "split-K partials");
   }
 }
@@ -164,9 +177,13 @@ void SsFlowModel::build_graphs() {
       a.geometry.k_splits = options_.square_k_splits;
       for (auto& d : kernels::qmatmul_dispatches(K, a, region)) g.push_back(std::move(d));
     };
-    g.push_back(mm(b_->tfreq, SsFlowConfig::kFreqDim, w_->t0, b_->temb_a, C, B, "t_embedder.mlp.0"));
+    auto push_few_tokens = [&](kernels::QMatmulArgs a, const std::string& region) {
+      a.geometry = few_tokens_geometry(*a.w);
+      for (auto& d : kernels::qmatmul_dispatches(K, a, region)) g.push_back(std::move(d));
+    };
+    push_few_tokens(mm_args(b_->tfreq, SsFlowConfig::kFreqDim, w_->t0, b_->temb_a, C, B), "t_embedder.mlp.0");
     g.push_back(kernels::activation(K, kernels::Activation::Silu, b_->temb_a, B * C, "t_embedder.silu"));
-    g.push_back(mm(b_->temb_a, C, w_->t2, b_->temb, C, B, "t_embedder.mlp.2"));
+    push_few_tokens(mm_args(b_->temb_a, C, w_->t2, b_->temb, C, B), "t_embedder.mlp.2");
     g.push_back(kernels::activation(K, kernels::Activation::Silu, b_->temb, B * C, "adaLN.silu"));
     g.push_back(mm(b_->x, uint32_t(config_.in_channels), w_->input, b_->h, C, T, "input_layer+pos_emb", Epilogue::AddRows, &w_->pos));
     auto norm = [&](const gpu::Buffer* mods, uint32_t shift, uint32_t scale, const gpu::Buffer* wgt, const gpu::Buffer* bias,
@@ -178,7 +195,7 @@ void SsFlowModel::build_graphs() {
     };
     for (size_t i = 0; i < w_->blocks.size(); i++) {
       const auto& w = w_->blocks[i];
-      g.push_back(mm(b_->temb, C, w.ada, b_->mods, 6 * C, B, "adaLN_modulation"));
+      push_few_tokens(mm_args(b_->temb, C, w.ada, b_->mods, 6 * C, B), "adaLN_modulation");
       // x += gate_msa * SelfAttn(m(norm1(x)))
       g.push_back(norm(&b_->mods, 0, 1, nullptr, nullptr, 1e-6f, "norm1+modulate"));
       g.push_back(mm(b_->hn, C, w.qkv, b_->qkv, 3 * C, T, "self_attn.to_qkv"));
