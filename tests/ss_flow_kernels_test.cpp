@@ -124,7 +124,8 @@ std::string matmul_name(const ::testing::TestParamInfo<SsFlowQMatmul::ParamType>
   n += std::to_string(g.k_step);
   n += g.vec4 ? "v4" : "";
   n += g.k_splits > 1 ? "s" + std::to_string(g.k_splits) : "";
-  n += g.prefetch ? "p_" : "_";
+  n += g.prefetch ? "p" : "";
+  n += g.rows_per_thread == 16 ? "m16_" : "_";
   n += names[int(std::get<1>(info.param))];
   return n;
 }
@@ -140,7 +141,11 @@ INSTANTIATE_TEST_SUITE_P(
                                          // the ones above fall back to plain loads
                                          kernels::QMatmulGeometry{16, 8, 16, true}, kernels::QMatmulGeometry{8, 16, 16, false},
                                          kernels::QMatmulGeometry{16, 16, 16, true, 3},
-                                         kernels::QMatmulGeometry{16, 16, 16, true, 1, false}),
+                                         kernels::QMatmulGeometry{16, 16, 16, true, 1, false},
+                                         // 16 rows a thread: prefetch (4 W words), plain loads, split-K
+                                         kernels::QMatmulGeometry{16, 16, 16, true, 1, true, 16},
+                                         kernels::QMatmulGeometry{4, 8, 32, false, 1, true, 16},
+                                         kernels::QMatmulGeometry{8, 16, 16, true, 3, true, 16}),
                        ::testing::Values(kernels::Epilogue::None, kernels::Epilogue::Gelu, kernels::Epilogue::GatedResidual,
                                          kernels::Epilogue::Residual, kernels::Epilogue::AddRows)),
     matmul_name);
@@ -151,7 +156,9 @@ TEST_P(SsFlowLayerNorm, MatchesReference) {
   auto [affine, modulate, subgroups] = GetParam();
   if (subgroups && !test_device().has_subgroups()) GTEST_SKIP() << "no subgroups";
   uint32_t seed = 50;
-  for (auto [rows, ch] : std::vector<std::pair<uint32_t, uint32_t>>{{1, 7}, {5, 300}, {33, 768}}) {
+  // With subgroups, 768, 128 and 1024 channels take the 8-lanes-per-row path (1 to 32 vec4 a lane;
+  // 33 and 7 rows leave part of the last workgroup idle).
+  for (auto [rows, ch] : std::vector<std::pair<uint32_t, uint32_t>>{{1, 7}, {5, 300}, {33, 768}, {10, 128}, {7, 1024}}) {
     auto x = test::random_floats(size_t(rows) * ch, seed++, 3.0f);
     for (size_t i = 0; i < x.size(); i++) x[i] += 2.0f;  // a mean far from zero
     auto wh = trellis::raw_f16(test::random_floats(ch, seed++), {ch});
@@ -203,11 +210,13 @@ TEST(SsFlowKernels, HeadRmsNormMatchesReference) {
   auto ref = x;
   reference::head_rms_norm(ref, rows, stride, 0, heads, trellis::dequantize({"q", gq.shape, false, 0, 0, 0, 0, gq.data, {}}));
   reference::head_rms_norm(ref, rows, stride, heads * 64, heads, trellis::dequantize({"k", gk.shape, false, 0, 0, 0, 0, gk.data, {}}));
-  gpu::Buffer xb = upload(x);
   gpu::Buffer qb = trellis::upload_bytes(test_device(), gq.data, "gq"), kb = trellis::upload_bytes(test_device(), gk.data, "gk");
-  run(kernels::head_rms_norm(test_kernels(), {.x = &xb, .gamma_q = &qb, .gamma_k = &kb, .rows = rows, .heads = heads,
-                                              .stride = stride, .q_offset = 0, .k_offset = heads * 64}));
-  EXPECT_LT(test::rel_l2(read(xb), ref), test::kF32Tolerance);
+  for (bool subgroups : {false, true}) {  // one invocation per vector; 8 lanes per vector (where the device has subgroups)
+    gpu::Buffer xb = upload(x);
+    run(kernels::head_rms_norm(test_kernels(), {.x = &xb, .gamma_q = &qb, .gamma_k = &kb, .rows = rows, .heads = heads,
+                                                .stride = stride, .q_offset = 0, .k_offset = heads * 64, .subgroups = subgroups}));
+    EXPECT_LT(test::rel_l2(read(xb), ref), test::kF32Tolerance) << (subgroups ? "subgroups" : "per vector");
+  }
 }
 
 struct AttentionCase {
@@ -221,7 +230,6 @@ struct FlashCase {
   uint32_t queries = 64, keys = 32;  // plain and quad
   kernels::FlashTiledGeometry tiled{};
   bool prefetch = false;  // quad, oct: the next K/V tile through registers
-  bool sub8 = false;      // oct: softmax update every 8 keys
 };
 
 void PrintTo(const FlashCase& c, std::ostream* os) { *os << c.name; }
@@ -273,7 +281,7 @@ TEST_P(SsFlowFlashAttention, MatchesReferenceAtAwkwardLengths) {
                                     .nq = c.nq, .nk = c.nk, .q_stride = q_stride, .q_offset = 0, .kv_stride = kv_stride,
                                     .k_offset = k_off, .v_offset = v_off, .o_stride = C, .scale = 0.125f,
                                     .variant = fc.variant, .queries_per_workgroup = fc.queries, .keys_per_tile = fc.keys,
-                                    .prefetch_tile = fc.prefetch, .oct_sub8 = fc.sub8, .tiled = fc.tiled, .head_dim = head_dim}));
+                                    .prefetch_tile = fc.prefetch, .tiled = fc.tiled, .head_dim = head_dim}));
       EXPECT_LT(test::rel_l2(read(out), ref), test::kF32Tolerance)
           << "head size " << head_dim << ", " << c.batch << "x" << c.heads << " " << c.nq << "x" << c.nk;
     }
@@ -290,7 +298,7 @@ INSTANTIATE_TEST_SUITE_P(Variants, SsFlowFlashAttention,
                                            FlashCase{"quad_bq128_prefetch", FlashVariant::Quad, 128, 32, {}, true},
                                            FlashCase{"oct_bq64", FlashVariant::Oct, 64, 32},
                                            FlashCase{"oct_bq128_prefetch", FlashVariant::Oct, 128, 32, {}, true},
-                                           FlashCase{"oct_bq32_k16_prefetch_sub8", FlashVariant::Oct, 32, 16, {}, true, true},
+                                           FlashCase{"oct_bq32_k16_prefetch", FlashVariant::Oct, 32, 16, {}, true},
                                            // Tiled: queries per workgroup / per thread / keys per thread. 64/8/8
                                            // and 64/4/8 need 48 KiB at head size 64 (H200), so lavapipe's 32 KiB
                                            // runs them at head size 32 only.
@@ -333,8 +341,9 @@ TEST(SsFlowKernels, QuadTilePrefetchRejectsTilesThatDoNotSplitEvenly) {
 }
 
 TEST(SsFlowKernels, ActivationsMatchReference) {
-  for (auto f : {kernels::Activation::Silu, kernels::Activation::GeluTanh}) {
-    auto x = test::random_floats(1001, 90, 4.0f);
+  for (auto [f, n] : {std::pair{kernels::Activation::Silu, 1001}, {kernels::Activation::GeluTanh, 1001},
+                      {kernels::Activation::Silu, 1000}, {kernels::Activation::GeluTanh, 1000}}) {  // scalar; vec4
+    auto x = test::random_floats(size_t(n), 90, 4.0f);
     x[0] = 80.0f;  // saturated ends
     x[1] = -80.0f;
     std::vector<float> ref(x.size());

@@ -42,13 +42,13 @@ void add_bench_ss_flow(CLI::App& bench) {
     std::string stage;
     bool synthetic = false, json = false, no_sample = false, fuse_gelu = false, batch2_only = false, no_quad = false, scalar_matmul = false, matmul_no_prefetch = false;
     int repeats = 5, blocks = 0, resolution = 0;
-    std::vector<uint32_t> matmul{16, 16, 16};
+    std::vector<uint32_t> matmul{16, 16, 16}, narrow_matmul{16, 8, 16};
     uint32_t attn_queries = 128, attn_keys = 32;
-    bool attn_no_prefetch = false, attn_sub8 = false;
-    std::string attention = "quad";
+    bool attn_no_prefetch = false;
+    std::string attention = "oct";
     std::vector<uint32_t> attn_geometry{64, 8, 8};
-    uint32_t mlp2_splits = 2;
-    uint32_t square_splits = 2;
+    uint32_t mlp2_splits = 2, matmul_rows = 8, mlp0_rows = 16;
+    uint32_t square_splits = 1;
     trellis::SamplerOptions sampler;
   };
   auto o = std::make_shared<Opts>();
@@ -63,19 +63,23 @@ void add_bench_ss_flow(CLI::App& bench) {
   cmd->add_option("--steps", o->sampler.steps, "sampling steps");
   cmd->add_option("--matmul", o->matmul, "qmatmul geometry: threads along tokens, along rows, K step")->expected(3);
   cmd->add_option("--mlp2-splits", o->mlp2_splits, "split-K chunks for mlp.2 (K = 3072; 1 = none; default 2)")->check(CLI::Range(1, 48));
-  cmd->add_option("--square-splits", o->square_splits, "split-K chunks for the 768 x 768 matmuls (self to_out, cross to_q/to_out; 1 = none; default 2)")
+  cmd->add_option("--square-splits", o->square_splits, "split-K chunks for the 768 x 768 matmuls (self to_out, cross to_q/to_out; 1 = none; default 1)")
       ->check(CLI::Range(1, 12));
   cmd->add_flag("--fuse-gelu", o->fuse_gelu, "GELU in the mlp.0 matmul epilogue");
-  cmd->add_option("--attn-keys", o->attn_keys, "keys per flash-attention tile (quad variant)");
-  cmd->add_flag("--attn-no-prefetch", o->attn_no_prefetch, "quad flash attention: load each K/V tile only when it is used (no register prefetch)");
+  cmd->add_option("--attn-keys", o->attn_keys, "keys per flash-attention tile (quad and oct variants)");
+  cmd->add_flag("--attn-no-prefetch", o->attn_no_prefetch, "quad and oct flash attention: load each K/V tile only when it is used (no register prefetch)");
+  cmd->add_option("--narrow-matmul", o->narrow_matmul,
+                  "geometry of the matmuls with 768 output rows (mlp.2, the 768 x 768 ones): threads along tokens, along rows, K step (default 16 8 16)")
+      ->expected(3);
+  cmd->add_option("--mlp0-rows", o->mlp0_rows, "mlp.0 outputs per thread along rows (8 or 16; default 16)")->check(CLI::IsMember({8, 16}));
+  cmd->add_option("--matmul-rows", o->matmul_rows, "qmatmul outputs per thread along rows (8 or 16)")->check(CLI::IsMember({8, 16}));
   cmd->add_flag("--matmul-scalar", o->scalar_matmul, "qmatmul with scalar workgroup-memory reads (default: vec4)");
   cmd->add_flag("--matmul-no-prefetch", o->matmul_no_prefetch, "qmatmul: load each K step only when it is used (no register prefetch)");
-  cmd->add_flag("--no-quad", o->no_quad, "plain flash attention instead of the quad variant");
+  cmd->add_flag("--no-quad", o->no_quad, "plain flash attention instead of the oct variant");
   cmd->add_flag("--batch2-only", o->batch2_only, "forward at batch 2 only (for sweeps)");
-  cmd->add_option("--attn-queries", o->attn_queries, "queries per flash-attention workgroup (plain, quad; the quad self attention runs half of them at batch 1)");
-  cmd->add_option("--attention", o->attention, "flash attention variant: plain, quad, oct (8 queries per lane octet) or tiled (FA2-style register tiles)")
+  cmd->add_option("--attn-queries", o->attn_queries, "queries per flash-attention workgroup (plain, quad, oct; the quad and oct self attention runs half of them at batch 1)");
+  cmd->add_option("--attention", o->attention, "flash attention variant: plain, quad (4 queries per lane quad), oct (8 per lane octet; the default) or tiled (FA2-style register tiles)")
       ->check(CLI::IsMember({"plain", "quad", "oct", "tiled"}));
-  cmd->add_flag("--attn-sub8", o->attn_sub8, "oct flash attention: online-softmax update every 8 keys (default 4)");
   cmd->add_option("--attn-geometry", o->attn_geometry,
                   "tiled attention: queries per workgroup, queries per thread (4|8), keys per thread (4|8)[, prefetch (0|1)]")
       ->expected(3, 4);
@@ -96,6 +100,13 @@ void add_bench_ss_flow(CLI::App& bench) {
     trellis::SsFlowOptions mo;
     mo.matmul = {o->matmul[0], o->matmul[1], o->matmul[2], !o->scalar_matmul};
     mo.matmul.prefetch = !o->matmul_no_prefetch;
+    mo.matmul.rows_per_thread = o->matmul_rows;
+    mo.mlp0_rows_per_thread = o->mlp0_rows;
+    mo.narrow_matmul = mo.matmul;
+    mo.narrow_matmul->wg_tokens = o->narrow_matmul[0];
+    mo.narrow_matmul->wg_rows = o->narrow_matmul[1];
+    mo.narrow_matmul->k_step = o->narrow_matmul[2];
+    mo.narrow_matmul->rows_per_thread = 8;
     mo.attention_queries = o->attn_queries;
     mo.fuse_gelu = o->fuse_gelu;
     mo.attention = o->no_quad            ? kernels::FlashVariant::Plain
@@ -109,7 +120,6 @@ void add_bench_ss_flow(CLI::App& bench) {
                           o->attn_geometry.size() > 3 && o->attn_geometry[3] != 0};
     mo.attention_keys = o->attn_keys;
     mo.attention_prefetch = !o->attn_no_prefetch;
-    mo.attention_oct_sub8 = o->attn_sub8;
     auto t_load = std::chrono::steady_clock::now();
     trellis::SsFlowModel model(kernels, *source, mo);
     const auto& c = model.config();
@@ -128,7 +138,7 @@ void add_bench_ss_flow(CLI::App& bench) {
                         {"attention", attention_name(model.options().attention)}, {"attention_keys", o->attn_keys}, {"attention_prefetch", !o->attn_no_prefetch},
                         {"attention_geometry", {model.options().attention_tiled.queries, model.options().attention_tiled.queries_per_thread,
                                                 model.options().attention_tiled.keys_per_thread,
-                                                model.options().attention_tiled.prefetch ? 1u : 0u}}, {"fuse_gelu", o->fuse_gelu}, {"mlp2_k_splits", o->mlp2_splits}, {"square_k_splits", o->square_splits}, {"matmul_vec4", !o->scalar_matmul}, {"matmul_prefetch", !o->matmul_no_prefetch}};
+                                                model.options().attention_tiled.prefetch ? 1u : 0u}}, {"fuse_gelu", o->fuse_gelu}, {"mlp2_k_splits", o->mlp2_splits}, {"square_k_splits", o->square_splits}, {"matmul_vec4", !o->scalar_matmul}, {"matmul_prefetch", !o->matmul_no_prefetch}, {"matmul_rows_per_thread", o->matmul_rows}, {"mlp0_rows_per_thread", o->mlp0_rows}, {"narrow_matmul", o->narrow_matmul}};
     std::string text;
     {
       const auto& mo_used = model.options();

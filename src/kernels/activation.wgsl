@@ -1,9 +1,14 @@
 // In-place elementwise activation: y[i] = f(y[i]) for i < n. SILU or GELU (tanh approximation).
+// VEC4: n is a multiple of 4 and each invocation takes 4 (fewer, wider memory transactions).
 struct Params {
   n: u32,
 }
 
+#if VEC4
+@group(0) @binding(0) var<storage, read_write> y: array<vec4<f32>>;
+#else
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
+#endif
 @group(0) @binding(1) var<uniform> p: Params;
 
 override WG: u32 = 256u;
@@ -13,10 +18,20 @@ override WG: u32 = 256u;
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = gid.x + gid.y * nwg.x * WG;
+#if VEC4
+  if (i >= p.n / 4u) { return; }
+  let v = y[i];
+#if SILU
+  y[i] = vec4<f32>(silu(v.x), silu(v.y), silu(v.z), silu(v.w));
+#else
+  y[i] = vec4<f32>(gelu_tanh(v.x), gelu_tanh(v.y), gelu_tanh(v.z), gelu_tanh(v.w));
+#endif
+#else
   if (i >= p.n) { return; }
 #if SILU
   y[i] = silu(y[i]);
 #else
   y[i] = gelu_tanh(y[i]);
+#endif
 #endif
 }

@@ -34,7 +34,7 @@ uint32_t flash_tiled_workgroup_bytes(const FlashTiledGeometry& g, uint32_t head_
   return 4 * (head_dim * g.queries + std::max(head_dim, g.queries) * keys + keys * head_dim);
 }
 
-bool quad_prefetch_fits(uint32_t queries, uint32_t keys) {
+bool tile_prefetch_fits(uint32_t queries, uint32_t keys) {
   const uint32_t vec4s = keys * 16;
   return queries > 0 && vec4s % queries == 0 && vec4s / queries <= 8;
 }
@@ -60,9 +60,8 @@ Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a,
                     where);
       if (a.keys_per_tile == 0 || a.keys_per_tile % 8) throw Error("keys per tile must be a positive multiple of 8", where);
       key = {.file = oct ? "flash_attention_oct.wgsl" : "flash_attention_quad.wgsl", .constants = {{"BQ", queries}, {"BK", a.keys_per_tile}}};
-      if (oct && a.oct_sub8) key.defines.insert("SUB8");
       if (a.prefetch_tile) {
-        if (!quad_prefetch_fits(queries, a.keys_per_tile))
+        if (!tile_prefetch_fits(queries, a.keys_per_tile))
           throw Error("tile prefetch needs keys_per_tile x 16 (" + std::to_string(a.keys_per_tile * 16) + ") a multiple of the " + std::to_string(queries) +
                           " queries per workgroup, at most 8 times it",
                       where, "use more queries per workgroup or fewer keys per tile, or no prefetch");
@@ -116,13 +115,17 @@ Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a,
 Dispatch head_rms_norm(gpu::KernelCache& kernels, const HeadRmsNormArgs& a, const std::string& region) {
   if (!aligned4({a.stride, a.q_offset, a.k_offset}))
     throw Error("head_rms_norm stride and offsets must be multiples of 4 floats", region);
+  const gpu::Device& dev = kernels.device();
+  const bool subgroups = a.subgroups && dev.has_subgroups() && dev.subgroup_size() >= 8;
+  gpu::KernelKey key{.file = "head_rms_norm.wgsl", .constants = {{"WG", 64}}};
+  if (subgroups) key.defines.insert("SUBGROUPS");
   Dispatch d;
-  d.kernel = &kernels.get({.file = "head_rms_norm.wgsl", .constants = {{"WG", 64}}});
+  d.kernel = &kernels.get(key);
   d.region = region;
   d.params = kernels.device().create_uniform(NormParams{a.rows, a.heads, a.stride, a.q_offset, a.k_offset, {}},
                                              "head_rms_norm params " + region);
   d.group = kernels.bind(*d.kernel, {{a.x}, {a.gamma_q}, {a.gamma_k}, {&d.params}});
-  grid_1d(d, (uint64_t(a.rows) * a.heads * 2 + 63) / 64);
+  grid_1d(d, (uint64_t(a.rows) * a.heads * 2 * (subgroups ? 8 : 1) + 63) / 64);
   return d;
 }
 

@@ -1,4 +1,4 @@
-// Attention: flash attention (src/kernels/flash_attention.wgsl, flash_attention_quad.wgsl,
+// Attention: flash attention (src/kernels/flash_attention.wgsl, flash_attention_quad.wgsl, flash_attention_oct.wgsl,
 // flash_attention_tiled.wgsl; head size 64, the tiled one also 32) and the per-head
 // RMS norm of q and k (src/kernels/head_rms_norm.wgsl).
 #pragma once
@@ -40,14 +40,13 @@ struct FlashAttentionArgs {
   // quad: read the next K/V tile into registers while the current one is used (needs
   // keys_per_tile * 16 a multiple of queries_per_workgroup, at most 8 times it).
   bool prefetch_tile = false;
-  bool oct_sub8 = false;  // oct: online-softmax update every 8 keys instead of 4
   FlashTiledGeometry tiled{};
   uint32_t head_dim = 64;  // 64; the tiled variant also takes 32
 };
 
-// Whether the quad variant's tile prefetch can split a K/V tile evenly over the workgroup (at
+// Whether the quad and oct variants' tile prefetch can split a K/V tile evenly over the workgroup (at
 // most 8 vec4 of each per thread).
-bool quad_prefetch_fits(uint32_t queries_per_workgroup, uint32_t keys_per_tile);
+bool tile_prefetch_fits(uint32_t queries_per_workgroup, uint32_t keys_per_tile);
 
 Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& args, const std::string& region = "");
 
@@ -56,6 +55,7 @@ struct HeadRmsNormArgs {
   const gpu::Buffer* gamma_q;  // f16 [heads][64]
   const gpu::Buffer* gamma_k;
   uint32_t rows, heads, stride, q_offset, k_offset;
+  bool subgroups = true;  // 8 lanes per vector where the device has subgroups of at least 8
 };
 
 Dispatch head_rms_norm(gpu::KernelCache& kernels, const HeadRmsNormArgs& args, const std::string& region = "");

@@ -4,35 +4,16 @@ enable subgroups;
 // holds dims [8p, 8p+8) of those queries' q and output accumulators, query a ^ p in its slot a.
 // Each key's 2 vec4 loaded from workgroup memory feed 8 queries (32 FMAs per load, twice the
 // quad's), for 7 shuffles a key in the transposing reduction and 7 in the gather (the quad: 3 + 3).
-// Online softmax every SUB keys in base 2. Needs subgroups of a multiple of 8 lanes laid out over
+// Online softmax every SUB keys, in base 2. Needs subgroups of a multiple of 8 lanes laid out over
 // local_invocation_index.
 // PREFETCH: the next K/V tile is read into registers while the current one is used.
 #include "flash_attention_params.wgsl"
 
 override BQ: u32 = 64u;  // threads = queries per workgroup (multiple of 8)
 override BK: u32 = 32u;  // keys per workgroup-memory tile (multiple of SUB)
-#if SUB8
-const SUB: u32 = 8u;
-#else
-const SUB: u32 = 4u;     // keys per online-softmax update
-#endif
-const NEG_BIG: f32 = -3.0e38;
-const LOG2E: f32 = 1.4426950408889634;
+const SUB: u32 = 8u;     // keys per online-softmax update (H200: 4 is 5% slower)
 
-var<workgroup> ktile: array<vec4<f32>, BK * 16u>;
-var<workgroup> vtile: array<vec4<f32>, BK * 16u>;
-
-// Key k0 + idx / 16's dims 4 (idx % 16) .. +3 of K and V (zeros past the last key).
-fn kv_at(k0: u32, idx: u32, head: u32, batch: u32) -> array<vec4<f32>, 2> {
-  let j = k0 + idx / 16u;
-  var r = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
-  if (j < p.nk) {
-    let row = (batch * p.nk + j) * p.kv_stride + head * 64u;
-    r[0] = kv[(row + p.k_offset) / 4u + idx % 16u];
-    r[1] = kv[(row + p.v_offset) / 4u + idx % 16u];
-  }
-  return r;
-}
+#include "flash_attention_kv_tile.wgsl"
 
 // Each lane's value (its own query's) for the octet's 8 queries in slot order (slot a: lane ^ a).
 struct Oct {
@@ -55,10 +36,6 @@ fn oct_sum_own(s: Oct) -> f32 {
 fn slot(v: Oct, a: u32) -> f32 {
   return select(v.lo[a % 4u], v.hi[a % 4u], a >= 4u);
 }
-
-#if PREFETCH
-override PER: u32 = BK * 16u / BQ;  // vec4 of K (and of V) per thread and tile; at most 8
-#endif
 
 @compute @workgroup_size(BQ)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {

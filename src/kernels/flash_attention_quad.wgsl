@@ -15,23 +15,8 @@ enable subgroups;
 override BQ: u32 = 64u;  // threads = queries per workgroup (multiple of 4)
 override BK: u32 = 32u;  // keys per workgroup-memory tile (multiple of SUB; 64 needs 32 KiB)
 const SUB: u32 = 8u;     // keys per online-softmax update
-const NEG_BIG: f32 = -3.0e38;
-const LOG2E: f32 = 1.4426950408889634;
 
-var<workgroup> ktile: array<vec4<f32>, BK * 16u>;
-var<workgroup> vtile: array<vec4<f32>, BK * 16u>;
-
-// Key k0 + idx / 16's dims 4 (idx % 16) .. +3 of K and V (zeros past the last key).
-fn kv_at(k0: u32, idx: u32, head: u32, batch: u32) -> array<vec4<f32>, 2> {
-  let j = k0 + idx / 16u;
-  var r = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
-  if (j < p.nk) {
-    let row = (batch * p.nk + j) * p.kv_stride + head * 64u;
-    r[0] = kv[(row + p.k_offset) / 4u + idx % 16u];
-    r[1] = kv[(row + p.v_offset) / 4u + idx % 16u];
-  }
-  return r;
-}
+#include "flash_attention_kv_tile.wgsl"
 
 // Lane `part` of a quad holds query `part`'s value; returns the quad's 4 in slot order (slot a:
 // query a ^ part).
@@ -46,10 +31,6 @@ fn quad_sum_own(s: vec4<f32>) -> f32 {
   let t = s.xy + subgroupShuffleXor(s.zw, 2u);
   return t.x + subgroupShuffleXor(t.y, 1u);
 }
-
-#if PREFETCH
-override PER: u32 = BK * 16u / BQ;  // vec4 of K (and of V) per thread and tile; at most 8
-#endif
 
 @compute @workgroup_size(BQ)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {

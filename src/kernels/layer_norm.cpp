@@ -22,6 +22,13 @@ Dispatch layer_norm(gpu::KernelCache& kernels, const LayerNormArgs& a, const std
   if (a.weight) key.defines.insert("AFFINE");
   if (a.mods) key.defines.insert("MODULATE");
   if (a.subgroups) key.defines.insert("SUBGROUPS");
+  const bool row_lanes = a.subgroups && a.row_lanes && a.channels % 32 == 0 && a.channels <= 32 * 32 &&
+                         kernels.device().subgroup_size() >= 8 && a.workgroup >= 8 &&
+                         (!a.mods || (a.mod_stride % 4 == 0 && a.shift_offset % 4 == 0 && a.scale_offset % 4 == 0));
+  if (row_lanes) {
+    key.defines.insert("ROW_LANES");
+    key.constants.push_back({"VPL", a.channels / 32});
+  }
   Dispatch d;
   d.kernel = &kernels.get(key);
   d.region = region;
@@ -35,8 +42,12 @@ Dispatch layer_norm(gpu::KernelCache& kernels, const LayerNormArgs& a, const std
   }
   if (a.mods) b.push_back({a.mods});
   d.group = kernels.bind(*d.kernel, b);
-  d.x = a.rows < 65535 ? a.rows : 65535;
-  d.y = (a.rows + 65534) / 65535;
+  if (row_lanes) {
+    grid_1d(d, (uint64_t(a.rows) * 8 + a.workgroup - 1) / a.workgroup);
+  } else {
+    d.x = a.rows < 65535 ? a.rows : 65535;
+    d.y = (a.rows + 65534) / 65535;
+  }
   return d;
 }
 

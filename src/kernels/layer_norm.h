@@ -16,6 +16,9 @@ struct LayerNormArgs {
   const gpu::Buffer* mods = nullptr;
   uint32_t tokens_per_batch = 1, mod_stride = 0, shift_offset = 0, scale_offset = 0;
   bool subgroups = false;
+  // With subgroups (of at least 8 lanes): 8 lanes per row, the row in registers, where channels
+  // is a multiple of 32 up to 1024 (and modulation offsets multiples of 4).
+  bool row_lanes = true;
   uint32_t workgroup = 256;  // power of two
 };
 

@@ -22,7 +22,7 @@ uint32_t split_chunk(const QuantizedMatrix& w, uint32_t k_splits) {
 bool prefetch_fits(const QMatmulGeometry& g) {
   const uint32_t threads = g.wg_tokens * g.wg_rows;
   const uint32_t x_floats = (8 * g.wg_tokens * g.k_step + threads - 1) / threads;
-  const uint32_t w_words = (8 * g.wg_rows * (g.k_step / 4) + threads - 1) / threads;
+  const uint32_t w_words = (g.rows_per_thread * g.wg_rows * (g.k_step / 4) + threads - 1) / threads;
   return x_floats <= 16 && w_words <= 8;
 }
 
@@ -46,8 +46,8 @@ uint64_t qmatmul_split_floats(const QuantizedMatrix& w, uint32_t tokens, uint32_
 
 std::vector<Dispatch> qmatmul_dispatches(gpu::KernelCache& kernels, const QMatmulArgs& a, const std::string& region) {
   const auto& g = a.geometry;
-  if (g.wg_rows % 2 || 64 % g.k_step || g.k_step % 4 || g.k_splits == 0)
-    throw Error("bad qmatmul geometry: wg_rows must be even, k_step a multiple of 4 dividing 64, k_splits at least 1",
+  if (g.wg_rows % 2 || 64 % g.k_step || g.k_step % 4 || g.k_splits == 0 || (g.rows_per_thread != 8 && g.rows_per_thread != 16))
+    throw Error("bad qmatmul geometry: wg_rows must be even, k_step a multiple of 4 dividing 64, k_splits at least 1, rows_per_thread 8 or 16",
                 "qmatmul " + region);
   const QuantizedMatrix& w = *a.w;
   if (w.padded_rows % 16 || w.padded_cols % 64 || w.rows > w.padded_rows || w.cols > w.padded_cols)
@@ -61,6 +61,7 @@ std::vector<Dispatch> qmatmul_dispatches(gpu::KernelCache& kernels, const QMatmu
   gpu::KernelKey key{.file = "qmatmul.wgsl",
                      .constants = {{"WG_T", g.wg_tokens}, {"WG_R", g.wg_rows}, {"KS", g.k_step}}};
   if (g.vec4) key.defines.insert("VEC4");
+  if (g.rows_per_thread == 16) key.defines.insert("ROWS16");
   if (g.prefetch && prefetch_fits(g)) key.defines.insert("PREFETCH");
   if (split)
     key.defines.insert("SPLIT_K");
@@ -78,7 +79,7 @@ std::vector<Dispatch> qmatmul_dispatches(gpu::KernelCache& kernels, const QMatmu
   std::vector<gpu::Binding> b{{a.x}, {&w.data}, {&w.scales}, {&w.bias}, {split ? a.split_partials : a.y}, {&d.params}};
   if (needs_extra && !split) b.push_back({a.extra});
   d.group = kernels.bind(*d.kernel, b);
-  d.x = (w.rows + 8 * g.wg_rows - 1) / (8 * g.wg_rows);
+  d.x = (w.rows + g.rows_per_thread * g.wg_rows - 1) / (g.rows_per_thread * g.wg_rows);
   d.y = (a.tokens + 8 * g.wg_tokens - 1) / (8 * g.wg_tokens);
   d.z = splits;
   if (split) {

@@ -16,7 +16,7 @@ struct QuantizedMatrix {
 
 enum class Epilogue { None, Gelu, GatedResidual, Residual, AddRows };
 
-// Workgroup geometry: tile = 8*wg_tokens tokens x 8*wg_rows rows; k_step divides 64.
+// Workgroup geometry: tile = 8*wg_tokens tokens x rows_per_thread*wg_rows rows; k_step divides 64.
 // k_splits > 1: split-K, each tile's K range cut into k_splits chunks (whole 64-column groups)
 // summed by a second pass: fills the GPU when a long K has few output tiles (mlp.2).
 struct QMatmulGeometry {
@@ -27,8 +27,9 @@ struct QMatmulGeometry {
   uint32_t k_splits = 1;
   // The next K step's X and W read into registers while the current one is used; applies where a
   // thread's share of a step is at most 16 X floats and 8 W words (8 k_step / wg_rows and
-  // 2 k_step / wg_tokens), the plain loads elsewhere.
+  // rows_per_thread k_step / (4 wg_tokens)), the plain loads elsewhere.
   bool prefetch = true;
+  uint32_t rows_per_thread = 8;  // 8 or 16 (more FMAs per workgroup-memory load, twice the accumulators)
   bool operator==(const QMatmulGeometry&) const = default;
 };
 

@@ -1,9 +1,9 @@
 // Y[t][r] = epilogue(sum_c W[r][c] X[t][c] + b[r]) with W int8 symmetric-quantized in the stage
 // pack's tile-major layout (16-row tiles x 64-column groups, one f16 scale per row and group) and
 // b f16. X and Y are f32 row-major with strides. Register-tiled: a workgroup computes BT tokens x
-// BR rows, each thread MT x MR outputs (strided by the thread grid so workgroup-memory reads are
-// conflict-free); K advances KS columns at a time through workgroup memory, where W arrives
-// dequantized. Epilogues (structural variants):
+// BR rows, each thread MT x MR outputs (MR 8, or 16 with ROWS16; strided by the thread grid so
+// workgroup-memory reads are conflict-free); K advances KS columns at a time through workgroup
+// memory, where W arrives dequantized. Epilogues (structural variants):
 //   GELU       y = gelu_tanh(acc + b)
 //   GATE       y = y + gate[batch][r] * (acc + b)   (gated residual; gate = an adaLN chunk)
 //   RESIDUAL   y = y + (acc + b)
@@ -33,7 +33,11 @@ override WG_T: u32 = 16u;  // threads along tokens
 override WG_R: u32 = 16u;  // threads along rows (even: BR must be a multiple of the 16-row tile)
 override KS: u32 = 16u;    // K step: divides 64 and is a multiple of 4
 const MT: u32 = 8u;        // outputs per thread along tokens
+#if ROWS16
+const MR: u32 = 16u;       // outputs per thread along rows: 24 workgroup-memory floats per 128 FMAs
+#else
 const MR: u32 = 8u;        // outputs per thread along rows
+#endif
 override NT = WG_T * WG_R;
 override BT = WG_T * MT;
 override BR = WG_R * MR;
@@ -99,7 +103,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   let t0 = wg.y * BT;
   let tr = li % WG_R;
   let tt = li / WG_R;
-  var acc: array<f32, 64>;  // MT * MR
+  var acc: array<f32, MT * MR>;
   for (var i = 0u; i < MT * MR; i++) { acc[i] = 0.0; }
 
   let k_begin = wg.z * p.k_chunk;
@@ -131,10 +135,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
       let b0 = ws4[kk * WS4 + tr];
       let b1 = ws4[kk * WS4 + WG_R + tr];
       let a = array<f32, 8>(a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w);
-      let b = array<f32, 8>(b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w);
+#if ROWS16
+      let b2 = ws4[kk * WS4 + 2u * WG_R + tr];
+      let b3 = ws4[kk * WS4 + 3u * WG_R + tr];
+      let b = array<f32, 16>(b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w, b2.x, b2.y, b2.z, b2.w, b3.x, b3.y, b3.z, b3.w);
 #else
-      var a: array<f32, 8>;
-      var b: array<f32, 8>;
+      let b = array<f32, 8>(b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w);
+#endif
+#else
+      var a: array<f32, MT>;
+      var b: array<f32, MR>;
       for (var i = 0u; i < MT; i++) { a[i] = xs[kk * XS + tt + i * WG_T]; }
       for (var j = 0u; j < MR; j++) { b[j] = wsh[kk * WSS + tr + j * WG_R]; }
 #endif

@@ -35,15 +35,16 @@ kernels::QuantizedMatrix linear(const gpu::Device& d, const TensorSource& s, con
   return upload_linear(d, s.get(name + ".weight"), s.get(name + ".bias"));
 }
 
-// The timestep path's matmuls (t_embedder, adaLN_modulation) have 1 or 2 tokens: small tiles and
-// every 64-column group its own K chunk, or the default 128-token tiles leave the GPU nearly idle
-// through a long K loop (H200: 130 us per adaLN_modulation).
-kernels::QMatmulGeometry few_tokens_geometry(const kernels::QuantizedMatrix& w) {
+// Matmuls with a small output, the timestep path's (t_embedder, adaLN_modulation: 1 or 2 tokens) and
+// out_layer (8 rows): small tiles and every 64-column group its own K chunk, or the default 128 x 128
+// tiles leave the GPU nearly idle through a long K loop (H200: adaLN_modulation 130 -> 30 us + an 8 us
+// sum pass; out_layer 121 -> 88 + 9 us at batch 2, 120 -> 52 + 9 at batch 1).
+kernels::QMatmulGeometry small_output_geometry(const kernels::QuantizedMatrix& w) {
   return {.wg_tokens = 4, .wg_rows = 16, .k_step = 16, .k_splits = w.padded_cols / 64};
 }
 
-uint64_t few_tokens_split_floats(const kernels::QuantizedMatrix& w, uint32_t tokens) {
-  return kernels::qmatmul_split_floats(w, tokens, few_tokens_geometry(w).k_splits);
+uint64_t small_output_split_floats(const kernels::QuantizedMatrix& w, uint32_t tokens) {
+  return kernels::qmatmul_split_floats(w, tokens, small_output_geometry(w).k_splits);
 }
 
 }  // namespace
@@ -54,13 +55,13 @@ SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const
   const gpu::Device& d = kernels.device();
   using kernels::FlashVariant;
   if (!d.has_subgroups()) options_.subgroups = false;
-  // A quad (tiled: a row group of 8 lanes) must sit inside one subgroup.
+  // A lane quad (oct: octet; tiled: a row group of 8 lanes) must sit inside one subgroup.
   if ((options_.attention == FlashVariant::Tiled || options_.attention == FlashVariant::Oct) &&
       (!d.has_subgroups() || d.subgroup_size() % 8 != 0))
     options_.attention = FlashVariant::Quad;
   if (options_.attention == FlashVariant::Quad && (!d.has_subgroups() || d.subgroup_size() % 4 != 0))
     options_.attention = FlashVariant::Plain;
-  if (!kernels::quad_prefetch_fits(options_.attention_queries, options_.attention_keys)) options_.attention_prefetch = false;
+  if (!kernels::tile_prefetch_fits(options_.attention_queries, options_.attention_keys)) options_.attention_prefetch = false;
   if (options_.attention == FlashVariant::Tiled) {
     auto& g = options_.attention_tiled;
     const uint32_t limit = d.limits().maxComputeWorkgroupStorageSize, head_dim = uint32_t(config_.model_channels / config_.num_heads);
@@ -107,8 +108,9 @@ SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const
     const uint64_t floats = std::max({kernels::qmatmul_split_floats(w0.mlp2, uint32_t(B * N), mlp2_splits(2)),
                                       kernels::qmatmul_split_floats(w0.mlp2, uint32_t(N), mlp2_splits(1)),
                                       kernels::qmatmul_split_floats(w0.self_out, uint32_t(B * N), options_.square_k_splits),
-                                      few_tokens_split_floats(w0.ada, B), few_tokens_split_floats(w_->t0, B),
-                                      few_tokens_split_floats(w_->t2, B)});
+                                      small_output_split_floats(w0.ada, B), small_output_split_floats(w_->t0, B),
+                                      small_output_split_floats(w_->t2, B),
+                                      small_output_split_floats(w_->out, uint32_t(B * N))});
     if (floats) b_->split_partials = buf(floats, "split-K partials");
   }
 }
@@ -174,16 +176,17 @@ void SsFlowModel::build_graphs() {
     g.clear();
     // The C x C matmuls (K = C, few output tiles), split-K where options_.square_k_splits > 1.
     auto push_square = [&](kernels::QMatmulArgs a, const std::string& region) {
+      if (options_.narrow_matmul) a.geometry = *options_.narrow_matmul;
       a.geometry.k_splits = options_.square_k_splits;
       for (auto& d : kernels::qmatmul_dispatches(K, a, region)) g.push_back(std::move(d));
     };
-    auto push_few_tokens = [&](kernels::QMatmulArgs a, const std::string& region) {
-      a.geometry = few_tokens_geometry(*a.w);
+    auto push_small_output = [&](kernels::QMatmulArgs a, const std::string& region) {
+      a.geometry = small_output_geometry(*a.w);
       for (auto& d : kernels::qmatmul_dispatches(K, a, region)) g.push_back(std::move(d));
     };
-    push_few_tokens(mm_args(b_->tfreq, SsFlowConfig::kFreqDim, w_->t0, b_->temb_a, C, B), "t_embedder.mlp.0");
+    push_small_output(mm_args(b_->tfreq, SsFlowConfig::kFreqDim, w_->t0, b_->temb_a, C, B), "t_embedder.mlp.0");
     g.push_back(kernels::activation(K, kernels::Activation::Silu, b_->temb_a, B * C, "t_embedder.silu"));
-    push_few_tokens(mm_args(b_->temb_a, C, w_->t2, b_->temb, C, B), "t_embedder.mlp.2");
+    push_small_output(mm_args(b_->temb_a, C, w_->t2, b_->temb, C, B), "t_embedder.mlp.2");
     g.push_back(kernels::activation(K, kernels::Activation::Silu, b_->temb, B * C, "adaLN.silu"));
     g.push_back(mm(b_->x, uint32_t(config_.in_channels), w_->input, b_->h, C, T, "input_layer+pos_emb", Epilogue::AddRows, &w_->pos));
     auto norm = [&](const gpu::Buffer* mods, uint32_t shift, uint32_t scale, const gpu::Buffer* wgt, const gpu::Buffer* bias,
@@ -195,19 +198,20 @@ void SsFlowModel::build_graphs() {
     };
     for (size_t i = 0; i < w_->blocks.size(); i++) {
       const auto& w = w_->blocks[i];
-      push_few_tokens(mm_args(b_->temb, C, w.ada, b_->mods, 6 * C, B), "adaLN_modulation");
+      push_small_output(mm_args(b_->temb, C, w.ada, b_->mods, 6 * C, B), "adaLN_modulation");
       // x += gate_msa * SelfAttn(m(norm1(x)))
       g.push_back(norm(&b_->mods, 0, 1, nullptr, nullptr, 1e-6f, "norm1+modulate"));
-      g.push_back(mm(b_->hn, C, w.qkv, b_->qkv, 3 * C, T, "self_attn.to_qkv"));
+      auto qkv = mm_args(b_->hn, C, w.qkv, b_->qkv, 3 * C, T);
+      if (B == 1 && options_.narrow_matmul) qkv.geometry = *options_.narrow_matmul;  // half the tiles of batch 2
+      g.push_back(kernels::qmatmul(K, qkv, "self_attn.to_qkv"));
       g.push_back(kernels::head_rms_norm(K, {.x = &b_->qkv, .gamma_q = &w.gamma_q, .gamma_k = &w.gamma_k, .rows = T, .heads = H,
-                                             .stride = 3 * C, .q_offset = 0, .k_offset = C},
+                                             .stride = 3 * C, .q_offset = 0, .k_offset = C, .subgroups = options_.subgroups},
                                          "self_attn.qk_rms_norm"));
       g.push_back(kernels::flash_attention(K, {.q = &b_->qkv, .kv = &b_->qkv, .out = &b_->att, .batch = B, .heads = H, .nq = N,
                                                .nk = N, .q_stride = 3 * C, .q_offset = 0, .kv_stride = 3 * C, .k_offset = C,
                                                .v_offset = 2 * C, .o_stride = C, .scale = 0.125f,
                                                .variant = options_.attention, .queries_per_workgroup = self_attention_queries(B),
                                                .keys_per_tile = options_.attention_keys, .prefetch_tile = options_.attention_prefetch,
-                                               .oct_sub8 = options_.attention_oct_sub8,
                                                .tiled = options_.attention_tiled},
                                            "self_attn.flash"));
       push_square(mm_args(b_->att, C, w.self_out, b_->h, C, T, Epilogue::GatedResidual, &b_->mods, 2 * C), "self_attn.to_out+gate");
@@ -219,7 +223,6 @@ void SsFlowModel::build_graphs() {
                                                .v_offset = C, .o_stride = C, .scale = 0.125f,
                                                .variant = options_.attention, .queries_per_workgroup = options_.attention_queries,
                                                .keys_per_tile = options_.attention_keys, .prefetch_tile = options_.attention_prefetch,
-                                               .oct_sub8 = options_.attention_oct_sub8,
                                                .tiled = options_.attention_tiled},
                                            "cross_attn.flash"));
       push_square(mm_args(b_->att, C, w.cross_out, b_->h, C, T, Epilogue::Residual), "cross_attn.to_out+residual");
@@ -228,7 +231,9 @@ void SsFlowModel::build_graphs() {
       if (options_.fuse_gelu) {
         g.push_back(mm(b_->hn, C, w.mlp0, b_->mlp, F, T, "mlp.0+gelu", Epilogue::Gelu));
       } else {
-        g.push_back(mm(b_->hn, C, w.mlp0, b_->mlp, F, T, "mlp.0"));
+        auto mlp0 = mm_args(b_->hn, C, w.mlp0, b_->mlp, F, T);
+        mlp0.geometry.rows_per_thread = options_.mlp0_rows_per_thread;
+        g.push_back(kernels::qmatmul(K, mlp0, "mlp.0"));
         g.push_back(kernels::activation(K, kernels::Activation::GeluTanh, b_->mlp, T * F, "mlp.gelu"));
       }
       auto mlp2 = mm_args(b_->mlp, F, w.mlp2, b_->h, C, T, Epilogue::GatedResidual, &b_->mods, 5 * C);
@@ -236,11 +241,11 @@ void SsFlowModel::build_graphs() {
       for (auto& d : kernels::qmatmul_dispatches(K, mlp2, "mlp.2+gate")) g.push_back(std::move(d));
     }
     g.push_back(norm(nullptr, 0, 0, nullptr, nullptr, 1e-5f, "final_norm"));
-    g.push_back(mm(b_->hn, C, w_->out, b_->out, uint32_t(config_.out_channels), T, "out_layer"));
+    push_small_output(mm_args(b_->hn, C, w_->out, b_->out, uint32_t(config_.out_channels), T), "out_layer");
   }
 }
 
-// At batch 1 the quad self attention's 128-query workgroups (384 for 4096 tokens x 12 heads) leave
+// At batch 1 the quad and oct self attention's 128-query workgroups (384 for 4096 tokens x 12 heads) leave
 // the last wave of a large GPU half empty: half the queries per workgroup, as many workgroups as at
 // batch 2 (H200: 29.8 -> 25.8 ms per batch-1 forward; at batch 2, 64 is slower: 51.3 vs 44.9 ms).
 uint32_t SsFlowModel::self_attention_queries(uint32_t batch) const {
@@ -248,7 +253,7 @@ uint32_t SsFlowModel::self_attention_queries(uint32_t batch) const {
   const auto v = options_.attention;
   const uint32_t lanes = v == kernels::FlashVariant::Quad ? 4 : v == kernels::FlashVariant::Oct ? 8 : 0;
   const bool halve = batch == 1 && lanes && q >= 64 && q % (2 * lanes) == 0 &&
-                     (!options_.attention_prefetch || kernels::quad_prefetch_fits(q / 2, options_.attention_keys));
+                     (!options_.attention_prefetch || kernels::tile_prefetch_fits(q / 2, options_.attention_keys));
   return halve ? q / 2 : q;
 }
 

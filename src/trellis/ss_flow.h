@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,29 +24,42 @@ using formats::SsFlowConfig;  // read from the stage's tensor shapes (trellis/ss
 
 struct SsFlowOptions {
   kernels::QMatmulGeometry matmul{};
-  // mlp.2 (K = 3072, few output tiles): split-K chunks at batch 2 (batch 1 runs twice as many); 1 =
-  // the plain geometry above. H200, batch 2 (2026-12-03): 21.2 ms per forward unsplit, 15.7 + 0.6
-  // (sum pass) with 2; 3, 4, 6 no better.
+  // The matmuls that make few output tiles at 128 x 128: the C x C ones (self to_out, cross to_q,
+  // cross to_out) and to_qkv at batch 1. Their workgroup geometry where it differs from `matmul`
+  // (k_splits ignored, see below): 128 tokens x 64 rows, twice the tiles. H200 (2026-12-04): the C x C
+  // ones 12.9 ms per batch-2 forward at 128 x 128 split 2, 12.0 at 128 x 64 unsplit (batch 1: 54.6 ->
+  // 53.2 ms per forward); to_qkv at batch 1 6.1 -> 5.5 ms. mlp.2 (K = 3072) was slower with it (14.2 ->
+  // 14.7 ms at batch 2, split 2).
+  std::optional<kernels::QMatmulGeometry> narrow_matmul = kernels::QMatmulGeometry{.wg_tokens = 16, .wg_rows = 8, .k_step = 16};
+  // mlp.2: split-K chunks at batch 2 (batch 1 runs twice as many); 1 = none. H200, batch 2
+  // (2026-12-03, 128 x 128 tiles): 21.2 ms per forward unsplit, 15.7 + 0.6 (sum pass) with 2; 3, 4, 6 no better.
   uint32_t mlp2_k_splits = 2;
-  // The C x C matmuls (self to_out, cross to_q, cross to_out: K = 768, 6 output tiles of 128 rows):
-  // split-K chunks, likewise. H200, batch 2 (2026-12-04): 15.4 ms per forward unsplit, 13.7 with 2, 15.4 with 3.
-  uint32_t square_k_splits = 2;
-  // Flash attention: the quad variant where the device has subgroups (else plain), or the tiled
-  // one where asked for (its geometry shrunk to fit the device's workgroup memory).
-  kernels::FlashVariant attention = kernels::FlashVariant::Quad;
-  // Plain and quad: queries per workgroup at batch 2 (H200: 128 > 64 > 32); the quad kernel's
-  // batch-1 self attention runs half as many, so it launches as many workgroups as at batch 2.
+  // The C x C matmuls: split-K chunks (1 = none). H200, batch 2 (2026-12-04, 128 x 128 tiles): 15.4 ms
+  // per forward unsplit, 13.7 with 2, 15.4 with 3; unsplit at 128 x 64 tiles (above) is faster still.
+  uint32_t square_k_splits = 1;
+  // mlp.0 (3072 rows) at 16 rows a thread. H200 (2026-12-04): 13.9 -> 12.9 ms per batch-2 forward,
+  // 7.1 -> 6.6 at batch 1; the other shapes were no faster (to_qkv, the C x C ones slower).
+  uint32_t mlp0_rows_per_thread = 16;
+  // Flash attention: the oct variant where the device has subgroups of a multiple of 8 lanes, else
+  // quad where it has subgroups, else plain; or the tiled one where asked for (its geometry shrunk
+  // to fit the device's workgroup memory). H200, batch 2 (2026-12-04): self attention 45.2 ms per
+  // forward with quad, 38.8 with oct.
+  kernels::FlashVariant attention = kernels::FlashVariant::Oct;
+  // Plain, quad and oct: queries per workgroup at batch 2 (H200: 128 > 64 > 32, oct 128 > 256 > 64);
+  // the quad and oct batch-1 self attention runs half as many, so it launches as many workgroups as
+  // at batch 2.
   uint32_t attention_queries = 128;
-  uint32_t attention_keys = 32;      // quad: keys per workgroup-memory tile
-  // quad: the next K/V tile read into registers during the current one. H200, batch 2: self
-  // attention 49.3 -> 47.0 ms per forward (BQ 64 or BK 64 with it: 53-54 ms).
+  uint32_t attention_keys = 32;      // quad, oct: keys per workgroup-memory tile (oct: 16 and 64 slower)
+  // quad, oct: the next K/V tile read into registers during the current one. H200, batch 2: quad
+  // self attention 49.3 -> 47.0 ms per forward (BQ 64 or BK 64 with it: 53-54 ms); oct: 39.3 -> 38.8,
+  // at batch 1 27.9 -> 22.8.
   bool attention_prefetch = true;
-  bool attention_oct_sub8 = false;  // oct: online-softmax update every 8 keys instead of 4
   kernels::FlashTiledGeometry attention_tiled{};
   bool subgroups = true;            // use subgroup reductions where the device has them
   // GELU fused into the mlp.0 matmul's epilogue. Off by default: on the H200 (NVIDIA Vulkan) the
   // fused variant ran 10x slower (8.7 ms vs 0.9 ms at 4096x3072x768), apparently its accumulators
-  // left registers; a separate in-place GELU pass costs ~0.05 ms.
+  // left registers; a separate in-place GELU pass costs ~0.11 ms. Applied as mlp.2 stores its X
+  // tile instead, it measured no faster than the pass (2026-12-04).
   bool fuse_gelu = false;
 };
 
