@@ -59,6 +59,21 @@ switch_bench() {
   done
   ember bench llm --model /tmp/switch_pack --quiet --profile --repeats 1 --gen 64 | tee "$OUT/bench_llm_${name}_true.txt"
 }
+# One ss-flow variant of the seed shape (random weights): forwards at batch 1 and 2, medians of 3, into
+# $OUT/PREFIX_x<options>.json, and its summary line (scripts/ss_flow_summary.py). ss_flow_full adds
+# the full default sampling run (medians of 5).
+ss_flow_variant() {  # PREFIX [OPTIONS...]
+  local prefix=$1; shift
+  local file; file="$OUT/${prefix}_$(echo "x$*" | tr ' ' '_' | tr -d '-').json"
+  ember bench ss-flow --synthetic --gpu-fast --json --no-sample --repeats 3 "$@" > "$file" || { echo "ss-flow $* failed" >&2; return; }
+  python3 scripts/ss_flow_summary.py "$file" "$*"
+}
+ss_flow_full() {  # PREFIX [OPTIONS...]
+  local prefix=$1; shift
+  local file; file="$OUT/${prefix}_$(echo "x$*" | tr ' ' '_' | tr -d '-').json"
+  ember bench ss-flow --synthetic --gpu-fast --json "$@" > "$file" || { echo "ss-flow full run $* failed" >&2; return; }
+  python3 scripts/ss_flow_summary.py "$file" "$*"
+}
 long_prompt() { python3 -c "print(' '.join(['the quick brown fox jumps over the lazy dog'] * 110))"; }
 
 for what in "$@"; do

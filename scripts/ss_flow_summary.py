@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""One line per `ember bench ss-flow --json` file: forward wall time at batch 1 and 2 and, at batch 2,
+the kernel groups summed over the blocks (ms per forward); the full sampling run where there is one.
+Used by the device comparison scripts (bench/ab/*.sh): ss_flow_summary.py FILE.json LABEL."""
+import json
+import sys
+
+GROUPS = [  # (label, kernel-name prefixes)
+    ("self attn", ("self_attn.flash",)),
+    ("mlp.0", ("mlp.0",)),
+    ("mlp.2", ("mlp.2",)),
+    ("qkv", ("self_attn.to_qkv",)),
+    ("CxC", ("self_attn.to_out", "cross_attn.to_")),
+    ("cross attn", ("cross_attn.flash",)),
+    ("gelu", ("mlp.gelu",)),
+    ("norms", ("norm", "self_attn.qk")),
+]
+
+
+def main(path, label):
+    j = json.load(open(path))
+    b2 = {e["kernel"]: e["total_ms"] for e in j["forward_batch2"]["kernels"]}
+    groups = ", ".join("%s %.2f" % (name, sum(v for k, v in b2.items() if k.startswith(prefixes))) for name, prefixes in GROUPS)
+    line = "%-44s b1 %.2f ms, b2 %.2f ms (%s)" % (label or "default", j["forward_batch1"]["wall_ms"], j["forward_batch2"]["wall_ms"], groups)
+    if "sampling" in j:
+        line += "; full run %.3f s (%.1f TFLOP/s)" % (j["sampling"]["wall_s"], j["sampling"]["tflops"])
+    print(line)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "")
