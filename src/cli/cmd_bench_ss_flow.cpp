@@ -37,21 +37,23 @@ const char* attention_name(kernels::FlashVariant v) {
 
 void add_bench_ss_flow(CLI::App& bench) {
   auto* cmd = bench.add_subcommand("ss-flow", "TRELLIS sparse-structure flow: forward at batch 1 and 2, full sampling run");
+  // Model options bind straight into SsFlowOptions, so its defaults are the command's; the
+  // geometries (3 numbers each) and the variant name are applied where given.
   struct Opts {
     GpuOptions gpu;
     std::string stage;
-    bool synthetic = false, json = false, no_sample = false, fuse_gelu = false, batch2_only = false, no_quad = false, scalar_matmul = false, matmul_no_prefetch = false;
+    bool synthetic = false, json = false, no_sample = false, batch2_only = false, no_quad = false, scalar_matmul = false,
+         matmul_no_prefetch = false, attn_no_prefetch = false;
     int repeats = 5, blocks = 0, resolution = 0;
-    std::vector<uint32_t> matmul{16, 16, 16}, narrow_matmul{16, 8, 16};
-    uint32_t attn_queries = 128, attn_keys = 32;
-    bool attn_no_prefetch = false;
-    std::string attention = "oct";
-    std::vector<uint32_t> attn_geometry{64, 8, 8};
-    uint32_t mlp2_splits = 2, matmul_rows = 8, mlp0_rows = 16;
-    uint32_t square_splits = 1;
+    std::vector<uint32_t> matmul, narrow_matmul, attn_geometry;
+    std::string attention;
+    trellis::SsFlowOptions mo;
     trellis::SamplerOptions sampler;
   };
   auto o = std::make_shared<Opts>();
+  auto dims_text = [](const kernels::QMatmulGeometry& g) {
+    return std::to_string(g.wg_tokens) + " " + std::to_string(g.wg_rows) + " " + std::to_string(g.k_step);
+  };
   o->gpu.add_to(*cmd);
   cmd->add_option("--stage", o->stage, "stage directory (a packed sparseStructureFlow stage)");
   cmd->add_flag("--synthetic", o->synthetic, "random weights of the seed shape instead of a stage");
@@ -61,27 +63,37 @@ void add_bench_ss_flow(CLI::App& bench) {
   cmd->add_option("--repeats", o->repeats, "timed repeats after one warm-up");
   cmd->add_flag("--no-sample", o->no_sample, "skip the full sampling run");
   cmd->add_option("--steps", o->sampler.steps, "sampling steps");
-  cmd->add_option("--matmul", o->matmul, "qmatmul geometry: threads along tokens, along rows, K step")->expected(3);
-  cmd->add_option("--mlp2-splits", o->mlp2_splits, "split-K chunks for mlp.2 (K = 3072; 1 = none; default 2)")->check(CLI::Range(1, 48));
-  cmd->add_option("--square-splits", o->square_splits, "split-K chunks for the 768 x 768 matmuls (self to_out, cross to_q/to_out; 1 = none; default 1)")
-      ->check(CLI::Range(1, 12));
-  cmd->add_flag("--fuse-gelu", o->fuse_gelu, "GELU in the mlp.0 matmul epilogue");
-  cmd->add_option("--attn-keys", o->attn_keys, "keys per flash-attention tile (quad and oct variants)");
+  cmd->add_option("--matmul", o->matmul, "qmatmul geometry: threads along tokens, along rows, K step (default " + dims_text(o->mo.matmul) + ")")->expected(3);
+  cmd->add_option("--mlp2-splits", o->mo.mlp2_k_splits, "split-K chunks for mlp.2 (K = 3072; 1 = none)")
+      ->check(CLI::Range(1, 48))
+      ->capture_default_str();
+  cmd->add_option("--square-splits", o->mo.square_k_splits, "split-K chunks for the 768 x 768 matmuls (self to_out, cross to_q/to_out; 1 = none)")
+      ->check(CLI::Range(1, 12))
+      ->capture_default_str();
+  cmd->add_flag("--fuse-gelu", o->mo.fuse_gelu, "GELU in the mlp.0 matmul epilogue");
+  cmd->add_option("--attn-keys", o->mo.attention_keys, "keys per flash-attention tile (quad and oct variants)")->capture_default_str();
   cmd->add_flag("--attn-no-prefetch", o->attn_no_prefetch, "quad and oct flash attention: load each K/V tile only when it is used (no register prefetch)");
   cmd->add_option("--narrow-matmul", o->narrow_matmul,
-                  "geometry of the matmuls with 768 output rows (mlp.2, the 768 x 768 ones): threads along tokens, along rows, K step (default 16 8 16)")
+                  "geometry of the 768 x 768 matmuls and batch-1 to_qkv: threads along tokens, along rows, K step (default " +
+                      dims_text(o->mo.narrow_matmul.value_or(o->mo.matmul)) + ")")
       ->expected(3);
-  cmd->add_option("--mlp0-rows", o->mlp0_rows, "mlp.0 outputs per thread along rows (8 or 16; default 16)")->check(CLI::IsMember({8, 16}));
-  cmd->add_option("--matmul-rows", o->matmul_rows, "qmatmul outputs per thread along rows (8 or 16)")->check(CLI::IsMember({8, 16}));
+  cmd->add_option("--mlp0-rows", o->mo.mlp0_rows_per_thread, "mlp.0 outputs per thread along rows (8 or 16)")
+      ->check(CLI::IsMember({8, 16}))
+      ->capture_default_str();
+  cmd->add_option("--matmul-rows", o->mo.matmul.rows_per_thread, "qmatmul outputs per thread along rows (8 or 16)")
+      ->check(CLI::IsMember({8, 16}))
+      ->capture_default_str();
   cmd->add_flag("--matmul-scalar", o->scalar_matmul, "qmatmul with scalar workgroup-memory reads (default: vec4)");
   cmd->add_flag("--matmul-no-prefetch", o->matmul_no_prefetch, "qmatmul: load each K step only when it is used (no register prefetch)");
   cmd->add_flag("--no-quad", o->no_quad, "plain flash attention instead of the oct variant");
   cmd->add_flag("--batch2-only", o->batch2_only, "forward at batch 2 only (for sweeps)");
-  cmd->add_option("--attn-queries", o->attn_queries, "queries per flash-attention workgroup (plain, quad, oct; the quad and oct self attention runs half of them at batch 1)");
+  cmd->add_option("--attn-queries", o->mo.attention_queries,
+                  "queries per flash-attention workgroup (plain, quad, oct; the quad and oct self attention runs half of them at batch 1)")
+      ->capture_default_str();
   cmd->add_option("--attention", o->attention, "flash attention variant: plain, quad (4 queries per lane quad), oct (8 per lane octet; the default) or tiled (FA2-style register tiles)")
       ->check(CLI::IsMember({"plain", "quad", "oct", "tiled"}));
   cmd->add_option("--attn-geometry", o->attn_geometry,
-                  "tiled attention: queries per workgroup, queries per thread (4|8), keys per thread (4|8)[, prefetch (0|1)]")
+                  "tiled attention: queries per workgroup, queries per thread (4|8), keys per thread (4|8)[, prefetch (0|1)] (default 64 8 8)")
       ->expected(3, 4);
   cmd->callback([o] {
     if (o->stage.empty() && !o->synthetic) throw Error("give --stage DIR or --synthetic", "ember bench ss-flow");
@@ -97,28 +109,28 @@ void add_bench_ss_flow(CLI::App& bench) {
     } else {
       source = trellis::open_ss_flow_stage(o->stage);
     }
-    trellis::SsFlowOptions mo;
-    mo.matmul = {o->matmul[0], o->matmul[1], o->matmul[2], !o->scalar_matmul};
+    trellis::SsFlowOptions mo = o->mo;
+    auto set_dims = [](kernels::QMatmulGeometry& g, const std::vector<uint32_t>& v) {
+      if (v.empty()) return;
+      g.wg_tokens = v[0];
+      g.wg_rows = v[1];
+      g.k_step = v[2];
+    };
+    set_dims(mo.matmul, o->matmul);
+    mo.matmul.vec4 = !o->scalar_matmul;
     mo.matmul.prefetch = !o->matmul_no_prefetch;
-    mo.matmul.rows_per_thread = o->matmul_rows;
-    mo.mlp0_rows_per_thread = o->mlp0_rows;
-    mo.narrow_matmul = mo.matmul;
-    mo.narrow_matmul->wg_tokens = o->narrow_matmul[0];
-    mo.narrow_matmul->wg_rows = o->narrow_matmul[1];
-    mo.narrow_matmul->k_step = o->narrow_matmul[2];
-    mo.narrow_matmul->rows_per_thread = 8;
-    mo.attention_queries = o->attn_queries;
-    mo.fuse_gelu = o->fuse_gelu;
-    mo.attention = o->no_quad            ? kernels::FlashVariant::Plain
-                   : o->attention == "plain" ? kernels::FlashVariant::Plain
-                   : o->attention == "tiled" ? kernels::FlashVariant::Tiled
-                   : o->attention == "oct"   ? kernels::FlashVariant::Oct
-                                             : kernels::FlashVariant::Quad;
-    mo.mlp2_k_splits = o->mlp2_splits;
-    mo.square_k_splits = o->square_splits;
-    mo.attention_tiled = {o->attn_geometry[0], o->attn_geometry[1], o->attn_geometry[2],
-                          o->attn_geometry.size() > 3 && o->attn_geometry[3] != 0};
-    mo.attention_keys = o->attn_keys;
+    if (mo.narrow_matmul) {  // the narrow geometry follows --matmul-scalar / --matmul-no-prefetch
+      set_dims(*mo.narrow_matmul, o->narrow_matmul);
+      mo.narrow_matmul->vec4 = mo.matmul.vec4;
+      mo.narrow_matmul->prefetch = mo.matmul.prefetch;
+    }
+    if (o->no_quad || o->attention == "plain") mo.attention = kernels::FlashVariant::Plain;
+    else if (o->attention == "tiled") mo.attention = kernels::FlashVariant::Tiled;
+    else if (o->attention == "quad") mo.attention = kernels::FlashVariant::Quad;
+    else if (o->attention == "oct") mo.attention = kernels::FlashVariant::Oct;
+    if (!o->attn_geometry.empty())
+      mo.attention_tiled = {o->attn_geometry[0], o->attn_geometry[1], o->attn_geometry[2],
+                            o->attn_geometry.size() > 3 && o->attn_geometry[3] != 0};
     mo.attention_prefetch = !o->attn_no_prefetch;
     auto t_load = std::chrono::steady_clock::now();
     trellis::SsFlowModel model(kernels, *source, mo);
@@ -130,26 +142,30 @@ void add_bench_ss_flow(CLI::App& bench) {
     device.wait_idle();
     const double load_s = seconds_since(t_load);
 
+    const auto& used = model.options();  // as fitted to the device
+    auto dims = [](const kernels::QMatmulGeometry& g) { return std::vector<uint32_t>{g.wg_tokens, g.wg_rows, g.k_step}; };
     nlohmann::json j = {{"device", device.adapter().to_json()}, {"repeats", o->repeats}, {"statistic", "median"},
                         {"load_s", load_s},
                         {"config", {{"tokens", c.tokens()}, {"channels", c.model_channels}, {"blocks", c.num_blocks},
                                     {"heads", c.num_heads}, {"context", ctx}}},
-                        {"matmul_geometry", o->matmul}, {"attention_queries", o->attn_queries},
-                        {"attention", attention_name(model.options().attention)}, {"attention_keys", o->attn_keys}, {"attention_prefetch", !o->attn_no_prefetch},
-                        {"attention_geometry", {model.options().attention_tiled.queries, model.options().attention_tiled.queries_per_thread,
-                                                model.options().attention_tiled.keys_per_thread,
-                                                model.options().attention_tiled.prefetch ? 1u : 0u}}, {"fuse_gelu", o->fuse_gelu}, {"mlp2_k_splits", o->mlp2_splits}, {"square_k_splits", o->square_splits}, {"matmul_vec4", !o->scalar_matmul}, {"matmul_prefetch", !o->matmul_no_prefetch}, {"matmul_rows_per_thread", o->matmul_rows}, {"mlp0_rows_per_thread", o->mlp0_rows}, {"narrow_matmul", o->narrow_matmul}};
+                        {"attention", attention_name(used.attention)}, {"attention_queries", used.attention_queries},
+                        {"attention_keys", used.attention_keys}, {"attention_prefetch", used.attention_prefetch},
+                        {"attention_geometry", {used.attention_tiled.queries, used.attention_tiled.queries_per_thread,
+                                                used.attention_tiled.keys_per_thread, used.attention_tiled.prefetch ? 1u : 0u}},
+                        {"fuse_gelu", used.fuse_gelu}, {"mlp2_k_splits", used.mlp2_k_splits}, {"square_k_splits", used.square_k_splits},
+                        {"matmul_geometry", dims(used.matmul)}, {"matmul_vec4", used.matmul.vec4}, {"matmul_prefetch", used.matmul.prefetch},
+                        {"matmul_rows_per_thread", used.matmul.rows_per_thread}, {"mlp0_rows_per_thread", used.mlp0_rows_per_thread},
+                        {"narrow_matmul", used.narrow_matmul ? dims(*used.narrow_matmul) : dims(used.matmul)}};
     std::string text;
     {
-      const auto& mo_used = model.options();
       char line[160];
-      const auto& g = mo_used.attention_tiled;
-      if (mo_used.attention == kernels::FlashVariant::Tiled)
+      const auto& g = used.attention_tiled;
+      if (used.attention == kernels::FlashVariant::Tiled)
         snprintf(line, sizeof line, "attention: tiled, %u queries per workgroup, %u x %u per thread%s\n", g.queries,
                  g.queries_per_thread, g.keys_per_thread, g.prefetch ? ", prefetch" : "");
       else
-        snprintf(line, sizeof line, "attention: %s, %u queries per workgroup, %u keys per tile\n", attention_name(mo_used.attention),
-                 o->attn_queries, o->attn_keys);
+        snprintf(line, sizeof line, "attention: %s, %u queries per workgroup, %u keys per tile\n", attention_name(used.attention),
+                 used.attention_queries, used.attention_keys);
       text += line;
     }
     for (int batch : {1, 2}) {

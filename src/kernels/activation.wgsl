@@ -15,23 +15,23 @@ override WG: u32 = 256u;
 
 #include "activation_fns.wgsl"
 
+fn act(x: f32) -> f32 {
+#if SILU
+  return silu(x);
+#else
+  return gelu_tanh(x);
+#endif
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = gid.x + gid.y * nwg.x * WG;
 #if VEC4
   if (i >= p.n / 4u) { return; }
   let v = y[i];
-#if SILU
-  y[i] = vec4<f32>(silu(v.x), silu(v.y), silu(v.z), silu(v.w));
-#else
-  y[i] = vec4<f32>(gelu_tanh(v.x), gelu_tanh(v.y), gelu_tanh(v.z), gelu_tanh(v.w));
-#endif
+  y[i] = vec4<f32>(act(v.x), act(v.y), act(v.z), act(v.w));
 #else
   if (i >= p.n) { return; }
-#if SILU
-  y[i] = silu(y[i]);
-#else
-  y[i] = gelu_tanh(y[i]);
-#endif
+  y[i] = act(y[i]);
 #endif
 }

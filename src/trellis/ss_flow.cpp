@@ -174,15 +174,18 @@ void SsFlowModel::build_graphs() {
     const uint32_t B = uint32_t(bi + 1), T = B * N;
     auto& g = graph_[bi];
     g.clear();
+    auto push_matmul = [&](const kernels::QMatmulArgs& a, const std::string& region) {  // with its split-K sum pass if any
+      for (auto& d : kernels::qmatmul_dispatches(K, a, region)) g.push_back(std::move(d));
+    };
     // The C x C matmuls (K = C, few output tiles), split-K where options_.square_k_splits > 1.
     auto push_square = [&](kernels::QMatmulArgs a, const std::string& region) {
       if (options_.narrow_matmul) a.geometry = *options_.narrow_matmul;
       a.geometry.k_splits = options_.square_k_splits;
-      for (auto& d : kernels::qmatmul_dispatches(K, a, region)) g.push_back(std::move(d));
+      push_matmul(a, region);
     };
     auto push_small_output = [&](kernels::QMatmulArgs a, const std::string& region) {
       a.geometry = small_output_geometry(*a.w);
-      for (auto& d : kernels::qmatmul_dispatches(K, a, region)) g.push_back(std::move(d));
+      push_matmul(a, region);
     };
     push_small_output(mm_args(b_->tfreq, SsFlowConfig::kFreqDim, w_->t0, b_->temb_a, C, B), "t_embedder.mlp.0");
     g.push_back(kernels::activation(K, kernels::Activation::Silu, b_->temb_a, B * C, "t_embedder.silu"));
@@ -238,7 +241,7 @@ void SsFlowModel::build_graphs() {
       }
       auto mlp2 = mm_args(b_->mlp, F, w.mlp2, b_->h, C, T, Epilogue::GatedResidual, &b_->mods, 5 * C);
       mlp2.geometry.k_splits = mlp2_splits(B);
-      for (auto& d : kernels::qmatmul_dispatches(K, mlp2, "mlp.2+gate")) g.push_back(std::move(d));
+      push_matmul(mlp2, "mlp.2+gate");
     }
     g.push_back(norm(nullptr, 0, 0, nullptr, nullptr, 1e-5f, "final_norm"));
     push_small_output(mm_args(b_->hn, C, w_->out, b_->out, uint32_t(config_.out_channels), T), "out_layer");
