@@ -14,6 +14,7 @@ GROUPS = [  # (label, kernel-name prefixes)
     ("cross attn", ("cross_attn.flash",)),
     ("gelu", ("mlp.gelu",)),
     ("norms", ("norm", "self_attn.qk")),
+    ("adaLN", ("adaLN_modulation",)),
 ]
 
 
@@ -21,7 +22,9 @@ def main(path, label):
     j = json.load(open(path))
     b2 = {e["kernel"]: e["total_ms"] for e in j["forward_batch2"]["kernels"]}
     groups = ", ".join("%s %.2f" % (name, sum(v for k, v in b2.items() if k.startswith(prefixes))) for name, prefixes in GROUPS)
-    line = "%-44s b1 %.2f ms, b2 %.2f ms (%s)" % (label or "default", j["forward_batch1"]["wall_ms"], j["forward_batch2"]["wall_ms"], groups)
+    b1_attn = sum(e["total_ms"] for e in j["forward_batch1"]["kernels"] if e["kernel"].startswith("self_attn.flash"))
+    line = "%-44s b1 %.2f ms (self attn %.2f), b2 %.2f ms (%s)" % (
+        label or "default", j["forward_batch1"]["wall_ms"], b1_attn, j["forward_batch2"]["wall_ms"], groups)
     if "sampling" in j:
         line += "; full run %.3f s (%.1f TFLOP/s)" % (j["sampling"]["wall_s"], j["sampling"]["tflops"])
     print(line)

@@ -230,6 +230,8 @@ struct FlashCase {
   uint32_t queries = 64, keys = 32;  // plain and quad
   kernels::FlashTiledGeometry tiled{};
   bool prefetch = false;  // quad, oct: the next K/V tile through registers
+  uint32_t key_splits = 1;  // oct: keys split over workgroups, then merged
+  bool lazy_rescale = false, fused_pv = false;  // oct
 };
 
 void PrintTo(const FlashCase& c, std::ostream* os) { *os << c.name; }
@@ -276,12 +278,18 @@ TEST_P(SsFlowFlashAttention, MatchesReferenceAtAwkwardLengths) {
         ref.insert(ref.end(), r.begin(), r.end());
       }
       gpu::Buffer qbuf = upload(q), kvbuf = upload(c.self ? std::vector<float>(4) : kv), out = poisoned(ref.size());
-      run(kernels::flash_attention(test_kernels(),
-                                   {.q = &qbuf, .kv = c.self ? &qbuf : &kvbuf, .out = &out, .batch = c.batch, .heads = c.heads,
-                                    .nq = c.nq, .nk = c.nk, .q_stride = q_stride, .q_offset = 0, .kv_stride = kv_stride,
-                                    .k_offset = k_off, .v_offset = v_off, .o_stride = C, .scale = 0.125f,
-                                    .variant = fc.variant, .queries_per_workgroup = fc.queries, .keys_per_tile = fc.keys,
-                                    .prefetch_tile = fc.prefetch, .tiled = fc.tiled, .head_dim = head_dim}));
+      kernels::FlashAttentionArgs args{.q = &qbuf, .kv = c.self ? &qbuf : &kvbuf, .out = &out, .batch = c.batch, .heads = c.heads,
+                                       .nq = c.nq, .nk = c.nk, .q_stride = q_stride, .q_offset = 0, .kv_stride = kv_stride,
+                                       .k_offset = k_off, .v_offset = v_off, .o_stride = C, .scale = 0.125f,
+                                       .variant = fc.variant, .queries_per_workgroup = fc.queries, .keys_per_tile = fc.keys,
+                                       .prefetch_tile = fc.prefetch, .tiled = fc.tiled, .head_dim = head_dim,
+                                       .key_splits = fc.key_splits, .lazy_rescale = fc.lazy_rescale, .fused_pv = fc.fused_pv};
+      const uint64_t partial_floats = kernels::flash_partials_floats(args);
+      gpu::Buffer partials = poisoned(std::max<uint64_t>(partial_floats, 4), "partials");
+      args.partials = &partials;
+      gpu::Recorder rec(test_device());
+      for (const auto& d : kernels::flash_attention_dispatches(test_kernels(), args)) d.record(rec);
+      rec.submit();
       EXPECT_LT(test::rel_l2(read(out), ref), test::kF32Tolerance)
           << "head size " << head_dim << ", " << c.batch << "x" << c.heads << " " << c.nq << "x" << c.nk;
     }
@@ -299,6 +307,13 @@ INSTANTIATE_TEST_SUITE_P(Variants, SsFlowFlashAttention,
                                            FlashCase{"oct_bq64", FlashVariant::Oct, 64, 32},
                                            FlashCase{"oct_bq128_prefetch", FlashVariant::Oct, 128, 32, {}, true},
                                            FlashCase{"oct_bq32_k16_prefetch", FlashVariant::Oct, 32, 16, {}, true},
+                                           // Key splits: chunks of whole tiles, the last one partial (or
+                                           // fewer splits where the keys are too few, e.g. 7 keys).
+                                           FlashCase{"oct_bq128_prefetch_split2", FlashVariant::Oct, 128, 32, {}, true, 2},
+                                           FlashCase{"oct_bq64_k16_split3", FlashVariant::Oct, 64, 16, {}, false, 3},
+                                           FlashCase{"oct_bq128_prefetch_lazy", FlashVariant::Oct, 128, 32, {}, true, 2, true},
+                                           FlashCase{"oct_bq64_fused", FlashVariant::Oct, 64, 32, {}, true, 1, false, true},
+                                           FlashCase{"oct_bq64_lazy_fused", FlashVariant::Oct, 64, 16, {}, false, 3, true, true},
                                            // Tiled: queries per workgroup / per thread / keys per thread. 64/8/8
                                            // and 64/4/8 need 48 KiB at head size 64 (H200), so lavapipe's 32 KiB
                                            // runs them at head size 32 only.
@@ -338,6 +353,29 @@ TEST(SsFlowKernels, QuadTilePrefetchRejectsTilesThatDoNotSplitEvenly) {
   EXPECT_THROW(kernels::flash_attention(test_kernels(), args(96, 32)), Error);  // 512 vec4 over 96 threads
   EXPECT_THROW(kernels::flash_attention(test_kernels(), args(32, 32)), Error);  // 16 per thread, above 8
   EXPECT_NO_THROW(kernels::flash_attention(test_kernels(), args(64, 32)));
+}
+
+TEST(SsFlowKernels, KeySplitAttentionRejectsWhatItCannotRun) {
+  if (!test_device().has_subgroups() || test_device().subgroup_size() % 8) GTEST_SKIP() << "no subgroups of 8";
+  gpu::Buffer b = upload(std::vector<float>(3 * 64 * 64));
+  kernels::FlashAttentionArgs a{.q = &b, .kv = &b, .out = &b, .batch = 1, .heads = 1, .nq = 64, .nk = 64, .q_stride = 192,
+                                .q_offset = 0, .kv_stride = 192, .k_offset = 64, .v_offset = 128, .o_stride = 64,
+                                .scale = 0.125f, .variant = FlashVariant::Oct, .queries_per_workgroup = 64, .keys_per_tile = 32,
+                                .key_splits = 2};
+  EXPECT_THROW(kernels::flash_attention(test_kernels(), a), Error);             // two dispatches
+  EXPECT_THROW(kernels::flash_attention_dispatches(test_kernels(), a), Error);  // no partials buffer
+  gpu::Buffer small = upload(std::vector<float>(kernels::flash_partials_floats(a) - 4));
+  a.partials = &small;
+  EXPECT_THROW(kernels::flash_attention_dispatches(test_kernels(), a), Error);  // too small
+  gpu::Buffer partials = upload(std::vector<float>(kernels::flash_partials_floats(a)));
+  a.partials = &partials;
+  EXPECT_EQ(kernels::flash_attention_dispatches(test_kernels(), a).size(), 2u);
+  a.variant = FlashVariant::Quad;
+  EXPECT_THROW(kernels::flash_attention_dispatches(test_kernels(), a), Error);  // oct only
+  a.variant = FlashVariant::Oct;
+  a.nk = 20;  // one tile: no split, no merge
+  EXPECT_EQ(kernels::flash_partials_floats(a), 0u);
+  EXPECT_EQ(kernels::flash_attention_dispatches(test_kernels(), a).size(), 1u);
 }
 
 TEST(SsFlowKernels, ActivationsMatchReference) {

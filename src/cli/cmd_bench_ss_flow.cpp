@@ -88,8 +88,16 @@ void add_bench_ss_flow(CLI::App& bench) {
   cmd->add_flag("--no-quad", o->no_quad, "plain flash attention instead of the oct variant");
   cmd->add_flag("--batch2-only", o->batch2_only, "forward at batch 2 only (for sweeps)");
   cmd->add_option("--attn-queries", o->mo.attention_queries,
-                  "queries per flash-attention workgroup (plain, quad, oct; the quad and oct self attention runs half of them at batch 1)")
+                  "queries per flash-attention workgroup (plain, quad, oct; at batch 1 the quad self attention, and oct with one key split, runs half of them)")
       ->capture_default_str();
+  cmd->add_option("--attn-key-splits", o->mo.attention_key_splits,
+                  "oct: workgroups per query block the batch-1 self attention splits its keys over (1: none)")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  cmd->add_option("--cross-attn-keys", o->mo.cross_attention_keys, "quad, oct: keys per tile of the cross attention (a multiple of 8)")
+      ->capture_default_str();
+  cmd->add_flag("--attn-lazy-rescale", o->mo.attention_lazy_rescale, "oct: rescale only when a running max grows by more than 2^8");
+  cmd->add_flag("--attn-fused-pv", o->mo.attention_fused_pv, "oct: each key's exponentials gathered and used at once");
   cmd->add_option("--attention", o->attention, "flash attention variant: plain, quad (4 queries per lane quad), oct (8 per lane octet; the default) or tiled (FA2-style register tiles)")
       ->check(CLI::IsMember({"plain", "quad", "oct", "tiled"}));
   cmd->add_option("--attn-geometry", o->attn_geometry,
@@ -150,6 +158,9 @@ void add_bench_ss_flow(CLI::App& bench) {
                                     {"heads", c.num_heads}, {"context", ctx}}},
                         {"attention", attention_name(used.attention)}, {"attention_queries", used.attention_queries},
                         {"attention_keys", used.attention_keys}, {"attention_prefetch", used.attention_prefetch},
+                        {"attention_key_splits", used.attention_key_splits}, {"attention_lazy_rescale", used.attention_lazy_rescale},
+                        {"attention_fused_pv", used.attention_fused_pv},
+                        {"cross_attention_keys", used.cross_attention_keys},
                         {"attention_geometry", {used.attention_tiled.queries, used.attention_tiled.queries_per_thread,
                                                 used.attention_tiled.keys_per_thread, used.attention_tiled.prefetch ? 1u : 0u}},
                         {"fuse_gelu", used.fuse_gelu}, {"mlp2_k_splits", used.mlp2_k_splits}, {"square_k_splits", used.square_k_splits},
@@ -164,8 +175,8 @@ void add_bench_ss_flow(CLI::App& bench) {
         snprintf(line, sizeof line, "attention: tiled, %u queries per workgroup, %u x %u per thread%s\n", g.queries,
                  g.queries_per_thread, g.keys_per_thread, g.prefetch ? ", prefetch" : "");
       else
-        snprintf(line, sizeof line, "attention: %s, %u queries per workgroup, %u keys per tile\n", attention_name(used.attention),
-                 used.attention_queries, used.attention_keys);
+        snprintf(line, sizeof line, "attention: %s, %u queries per workgroup, %u keys per tile, batch-1 key splits %u\n",
+                 attention_name(used.attention), used.attention_queries, used.attention_keys, used.attention_key_splits);
       text += line;
     }
     for (int batch : {1, 2}) {

@@ -11,9 +11,15 @@ struct FlashParams {
   uint32_t nq, nk, q_stride, kv_stride;
   uint32_t o_stride, q_offset, k_offset, v_offset;
   float scale;
-  uint32_t pad[3];
+  uint32_t key_chunk, key_splits, pad;
 };
 static_assert(sizeof(FlashParams) == 48);
+
+struct MergeParams {
+  uint32_t nq, heads, batches, splits;
+  uint32_t o_stride, pad[3];
+};
+static_assert(sizeof(MergeParams) == 32);
 
 struct NormParams {
   uint32_t rows, heads, stride, q_offset;
@@ -27,7 +33,59 @@ bool aligned4(std::initializer_list<uint32_t> v) {
   return true;
 }
 
+// The key splits that run: keys per split a multiple of the K/V tile, no split empty.
+struct KeySplit {
+  uint32_t chunk, splits;
+};
+KeySplit key_split(const FlashAttentionArgs& a) {
+  if (a.key_splits <= 1 || a.keys_per_tile == 0) return {a.nk, 1};
+  const uint32_t per = (a.nk + a.key_splits - 1) / a.key_splits;
+  const uint32_t chunk = (per + a.keys_per_tile - 1) / a.keys_per_tile * a.keys_per_tile;
+  return {chunk, (a.nk + chunk - 1) / chunk};
+}
+
+// The partials buffer: the splits' outputs, then (at a 256-byte boundary) their log-sum-exps.
+struct PartialsLayout {
+  uint64_t out_floats, lse_offset, lse_floats;
+};
+PartialsLayout partials_layout(const FlashAttentionArgs& a, uint32_t splits) {
+  const uint64_t out = uint64_t(splits) * a.batch * a.nq * a.o_stride;
+  return {out, (out + 63) / 64 * 64, uint64_t(splits) * a.batch * a.heads * a.nq};
+}
+
+Dispatch attention_dispatch(gpu::KernelCache& kernels, const FlashAttentionArgs& a, const std::string& region, KeySplit split);
+
 }  // namespace
+
+uint64_t flash_partials_floats(const FlashAttentionArgs& a) {
+  const KeySplit split = key_split(a);
+  if (split.splits == 1) return 0;
+  const PartialsLayout l = partials_layout(a, split.splits);
+  return l.lse_offset + l.lse_floats;
+}
+
+Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a, const std::string& region) {
+  if (a.key_splits > 1) throw Error("split attention takes two dispatches", "flash_attention " + region, "use flash_attention_dispatches");
+  return attention_dispatch(kernels, a, region, {a.nk, 1});
+}
+
+std::vector<Dispatch> flash_attention_dispatches(gpu::KernelCache& kernels, const FlashAttentionArgs& a, const std::string& region) {
+  const KeySplit split = key_split(a);
+  std::vector<Dispatch> out;
+  out.push_back(attention_dispatch(kernels, a, region, split));
+  if (split.splits == 1) return out;
+  const PartialsLayout l = partials_layout(a, split.splits);
+  Dispatch d;
+  d.kernel = &kernels.get({.file = "flash_attention_merge.wgsl", .constants = {{"WG", 256}}});
+  d.region = region + ".merge";
+  d.params = kernels.device().create_uniform(MergeParams{a.nq, a.heads, a.batch, split.splits, a.o_stride, {}},
+                                             "flash_attention merge params " + region);
+  d.group = kernels.bind(*d.kernel, {{a.partials, 0, 4 * l.out_floats}, {a.partials, 4 * l.lse_offset, 4 * l.lse_floats}, {a.out},
+                                     {&d.params}});
+  grid_1d(d, (uint64_t(a.batch) * a.nq * a.heads * 16 + 255) / 256);
+  out.push_back(std::move(d));
+  return out;
+}
 
 uint32_t flash_tiled_workgroup_bytes(const FlashTiledGeometry& g, uint32_t head_dim) {
   const uint32_t keys = 8 * g.keys_per_thread;
@@ -39,7 +97,9 @@ bool tile_prefetch_fits(uint32_t queries, uint32_t keys) {
   return queries > 0 && vec4s % queries == 0 && vec4s / queries <= 8;
 }
 
-Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a, const std::string& region) {
+namespace {
+
+Dispatch attention_dispatch(gpu::KernelCache& kernels, const FlashAttentionArgs& a, const std::string& region, KeySplit split) {
   const std::string where = "flash_attention " + region;
   if (!aligned4({a.q_stride, a.q_offset, a.kv_stride, a.k_offset, a.v_offset, a.o_stride}))
     throw Error("attention strides and offsets must be multiples of 4 floats", where);
@@ -59,6 +119,10 @@ Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a,
                         : "the quad flash attention needs subgroups and a multiple of 4 queries per workgroup",
                     where);
       if (a.keys_per_tile == 0 || a.keys_per_tile % 8) throw Error("keys per tile must be a positive multiple of 8", where);
+      if (a.keys_per_tile * 512 > dev.limits().maxComputeWorkgroupStorageSize)  // K and V tiles, 64 f32 a key each
+        throw Error(std::to_string(a.keys_per_tile) + " keys per tile need " + std::to_string(a.keys_per_tile * 512) +
+                        " bytes of workgroup memory, the device has " + std::to_string(dev.limits().maxComputeWorkgroupStorageSize),
+                    where, "use fewer keys per tile");
       key = {.file = oct ? "flash_attention_oct.wgsl" : "flash_attention_quad.wgsl", .constants = {{"BQ", queries}, {"BK", a.keys_per_tile}}};
       if (a.prefetch_tile) {
         if (!tile_prefetch_fits(queries, a.keys_per_tile))
@@ -67,6 +131,8 @@ Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a,
                       where, "use more queries per workgroup or fewer keys per tile, or no prefetch");
         key.defines.insert("PREFETCH");
       }
+      if (oct && a.lazy_rescale) key.defines.insert("LAZY_RESCALE");
+      if (oct && a.fused_pv) key.defines.insert("FUSED_PV");
       break;
     }
     case FlashVariant::Tiled: {
@@ -101,16 +167,30 @@ Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a,
                 "head size 64; the tiled variant also takes 32");
   Dispatch d;
   if (queries == 0) throw Error("queries per workgroup must be at least 1", where);
+  std::vector<gpu::Binding> bindings{{a.q}, {a.kv}, {a.out}, {nullptr}};
+  if (split.splits > 1) {
+    if (a.variant != FlashVariant::Oct) throw Error("key splits need the oct flash attention", where, "use --attention oct or no splits");
+    if (!a.partials || a.partials->size() < 4 * flash_partials_floats(a))
+      throw Error("split attention needs a partials buffer of " + std::to_string(flash_partials_floats(a)) + " floats", where);
+    key.defines.insert("KEY_SPLIT");
+    const PartialsLayout l = partials_layout(a, split.splits);
+    bindings[2] = {a.partials, 0, 4 * l.out_floats};
+    bindings.push_back({a.partials, 4 * l.lse_offset, 4 * l.lse_floats});
+  }
   d.kernel = &kernels.get(key);
   d.region = region;
-  d.params = dev.create_uniform(FlashParams{a.nq, a.nk, a.q_stride, a.kv_stride, a.o_stride, a.q_offset, a.k_offset, a.v_offset, a.scale, {}},
+  d.params = dev.create_uniform(FlashParams{a.nq, a.nk, a.q_stride, a.kv_stride, a.o_stride, a.q_offset, a.k_offset, a.v_offset, a.scale,
+                                            split.chunk, split.splits, 0},
                                 "flash_attention params " + region);
-  d.group = kernels.bind(*d.kernel, {{a.q}, {a.kv}, {a.out}, {&d.params}});
+  bindings[3] = {&d.params};
+  d.group = kernels.bind(*d.kernel, bindings);
   d.x = (a.nq + queries - 1) / queries;
   d.y = a.heads;
-  d.z = a.batch;
+  d.z = a.batch * split.splits;
   return d;
 }
+
+}  // namespace
 
 Dispatch head_rms_norm(gpu::KernelCache& kernels, const HeadRmsNormArgs& a, const std::string& region) {
   if (!aligned4({a.stride, a.q_offset, a.k_offset}))

@@ -1,7 +1,10 @@
 // Attention: flash attention (src/kernels/flash_attention.wgsl, flash_attention_quad.wgsl, flash_attention_oct.wgsl,
-// flash_attention_tiled.wgsl; head size 64, the tiled one also 32) and the per-head
+// flash_attention_tiled.wgsl; head size 64, the tiled one also 32; the oct one's key splits merged by
+// flash_attention_merge.wgsl) and the per-head
 // RMS norm of q and k (src/kernels/head_rms_norm.wgsl).
 #pragma once
+
+#include <vector>
 
 #include "kernels/dispatch.h"
 
@@ -42,13 +45,28 @@ struct FlashAttentionArgs {
   bool prefetch_tile = false;
   FlashTiledGeometry tiled{};
   uint32_t head_dim = 64;  // 64; the tiled variant also takes 32
+  // oct: the keys split over this many workgroups per query block (flash-decoding), for grids too
+  // small to fill the GPU; the partial outputs go to `partials` (flash_partials_floats floats) and a
+  // second dispatch merges them into `out`. Fewer splits run where the keys are too few for all.
+  uint32_t key_splits = 1;
+  const gpu::Buffer* partials = nullptr;
+  // oct, being measured: rescale only when a max grows by > 2^8; each key's exponentials consumed as made.
+  bool lazy_rescale = false, fused_pv = false;
 };
 
 // Whether the quad and oct variants' tile prefetch can split a K/V tile evenly over the workgroup (at
 // most 8 vec4 of each per thread).
 bool tile_prefetch_fits(uint32_t queries_per_workgroup, uint32_t keys_per_tile);
 
+// One dispatch; args.key_splits must be 1.
 Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& args, const std::string& region = "");
+
+// One dispatch, or with key splits two: the split attention, then `region + ".merge"`.
+std::vector<Dispatch> flash_attention_dispatches(gpu::KernelCache& kernels, const FlashAttentionArgs& args,
+                                                 const std::string& region = "");
+
+// Floats of `partials` that args' key splits need (0 without splits).
+uint64_t flash_partials_floats(const FlashAttentionArgs& args);
 
 struct HeadRmsNormArgs {
   const gpu::Buffer* x;  // f32 rows, normalised in place

@@ -10,9 +10,9 @@ struct Params {
   k_offset: u32,
   v_offset: u32,
   scale: f32,
+  key_chunk: u32,  // KEY_SPLIT (oct): keys per split, a multiple of BK
+  key_splits: u32,
   _p0: u32,
-  _p1: u32,
-  _p2: u32,
 }
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;

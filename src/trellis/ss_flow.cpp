@@ -14,10 +14,13 @@ namespace ember::trellis {
 
 struct SsFlowModel::Weights {
   struct Block {
-    kernels::QuantizedMatrix ada, qkv, self_out, q, kv, cross_out, mlp0, mlp2;
+    kernels::QuantizedMatrix qkv, self_out, q, kv, cross_out, mlp0, mlp2;
     gpu::Buffer gamma_q, gamma_k, norm2_w, norm2_b;
   };
   kernels::QuantizedMatrix t0, t2, input, out;
+  // Every block's adaLN_modulation stacked along rows: they all depend on the timestep alone, so one
+  // matmul makes all the blocks' shift / scale / gate chunks (H200: 12 small matmuls 0.45 ms per forward).
+  kernels::QuantizedMatrix ada;
   gpu::Buffer pos;  // f32 [tokens][C], dequantized once
   std::vector<Block> blocks;
 };
@@ -73,10 +76,11 @@ SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const
   w_->input = linear(d, s, "input_layer");
   w_->out = linear(d, s, "out_layer");
   w_->pos = upload_as_f32(d, s.get("pos_emb"));
+  std::vector<LinearView> ada;
   for (int64_t i = 0; i < config_.num_blocks; i++) {
     const std::string p = "blocks." + std::to_string(i) + ".";
+    ada.push_back({s.get(p + "adaLN_modulation.1.weight"), s.get(p + "adaLN_modulation.1.bias")});
     Weights::Block b;
-    b.ada = linear(d, s, p + "adaLN_modulation.1");
     b.qkv = linear(d, s, p + "self_attn.to_qkv");
     b.self_out = linear(d, s, p + "self_attn.to_out");
     b.q = linear(d, s, p + "cross_attn.to_q");
@@ -90,13 +94,14 @@ SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const
     b.norm2_b = upload_raw(d, s.get(p + "norm2.bias"));
     w_->blocks.push_back(std::move(b));
   }
+  if (!ada.empty()) w_->ada = upload_stacked_linears(d, ada, "blocks.*.adaLN_modulation.1");
   const uint64_t N = uint64_t(config_.tokens()), C = uint64_t(config_.model_channels), B = 2;
   auto buf = [&](uint64_t floats, const char* name) { return d.create_storage(floats * 4, std::string("ss_flow ") + name); };
   b_->x = buf(B * N * uint64_t(config_.in_channels), "input");
   b_->tfreq = buf(B * SsFlowConfig::kFreqDim, "t_freq");
   b_->temb_a = buf(B * C, "t_emb hidden");
   b_->temb = buf(B * C, "t_emb");
-  b_->mods = buf(B * 6 * C, "modulation");
+  b_->mods = buf(B * mod_stride(), "modulation");
   b_->h = buf(B * N * C, "h");
   b_->hn = buf(B * N * C, "h normed");
   b_->qkv = buf(B * N * 3 * C, "qkv");
@@ -108,9 +113,10 @@ SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const
     const uint64_t floats = std::max({kernels::qmatmul_split_floats(w0.mlp2, uint32_t(B * N), mlp2_splits(2)),
                                       kernels::qmatmul_split_floats(w0.mlp2, uint32_t(N), mlp2_splits(1)),
                                       kernels::qmatmul_split_floats(w0.self_out, uint32_t(B * N), options_.square_k_splits),
-                                      small_output_split_floats(w0.ada, B), small_output_split_floats(w_->t0, B),
+                                      small_output_split_floats(w_->ada, B), small_output_split_floats(w_->t0, B),
                                       small_output_split_floats(w_->t2, B),
-                                      small_output_split_floats(w_->out, uint32_t(B * N))});
+                                      small_output_split_floats(w_->out, uint32_t(B * N)),
+                                      kernels::flash_partials_floats(self_attention_args(1))});
     if (floats) b_->split_partials = buf(floats, "split-K partials");
   }
 }
@@ -160,7 +166,7 @@ void SsFlowModel::build_graphs() {
   auto mm_args = [&](const gpu::Buffer& x, uint32_t xs, const kernels::QuantizedMatrix& w, const gpu::Buffer& y, uint32_t ys,
                      uint32_t tokens, Epilogue e = Epilogue::None, const gpu::Buffer* extra = nullptr, uint32_t gate_offset = 0) {
     return kernels::QMatmulArgs{.x = &x, .x_stride = xs, .w = &w, .y = &y, .y_stride = ys, .tokens = tokens, .epilogue = e,
-                                .extra = extra, .tokens_per_batch = N, .gate_stride = 6 * C, .gate_offset = gate_offset,
+                                .extra = extra, .tokens_per_batch = N, .gate_stride = mod_stride(), .gate_offset = gate_offset,
                                 .add_period = N, .geometry = geo, .split_partials = &b_->split_partials};
   };
   auto mm = [&](const gpu::Buffer& x, uint32_t xs, const kernels::QuantizedMatrix& w, const gpu::Buffer& y, uint32_t ys,
@@ -191,33 +197,29 @@ void SsFlowModel::build_graphs() {
     g.push_back(kernels::activation(K, kernels::Activation::Silu, b_->temb_a, B * C, "t_embedder.silu"));
     push_small_output(mm_args(b_->temb_a, C, w_->t2, b_->temb, C, B), "t_embedder.mlp.2");
     g.push_back(kernels::activation(K, kernels::Activation::Silu, b_->temb, B * C, "adaLN.silu"));
+    if (!w_->blocks.empty()) push_small_output(mm_args(b_->temb, C, w_->ada, b_->mods, mod_stride(), B), "adaLN_modulation");
     g.push_back(mm(b_->x, uint32_t(config_.in_channels), w_->input, b_->h, C, T, "input_layer+pos_emb", Epilogue::AddRows, &w_->pos));
+    // Block i's modulation chunk k (0..5: shift, scale, gate of the attention, then of the MLP) in mods.
+    auto mod = [&](size_t i, uint32_t k) { return uint32_t(6 * i + k) * C; };
     auto norm = [&](const gpu::Buffer* mods, uint32_t shift, uint32_t scale, const gpu::Buffer* wgt, const gpu::Buffer* bias,
                     float eps, const std::string& region) {
       return kernels::layer_norm(K, {.x = &b_->h, .y = &b_->hn, .rows = T, .channels = C, .eps = eps, .weight = wgt, .bias = bias,
-                                     .mods = mods, .tokens_per_batch = N, .mod_stride = 6 * C, .shift_offset = shift * C,
-                                     .scale_offset = scale * C, .subgroups = options_.subgroups},
+                                     .mods = mods, .tokens_per_batch = N, .mod_stride = mod_stride(), .shift_offset = shift,
+                                     .scale_offset = scale, .subgroups = options_.subgroups},
                                  region);
     };
     for (size_t i = 0; i < w_->blocks.size(); i++) {
       const auto& w = w_->blocks[i];
-      push_small_output(mm_args(b_->temb, C, w.ada, b_->mods, 6 * C, B), "adaLN_modulation");
       // x += gate_msa * SelfAttn(m(norm1(x)))
-      g.push_back(norm(&b_->mods, 0, 1, nullptr, nullptr, 1e-6f, "norm1+modulate"));
+      g.push_back(norm(&b_->mods, mod(i, 0), mod(i, 1), nullptr, nullptr, 1e-6f, "norm1+modulate"));
       auto qkv = mm_args(b_->hn, C, w.qkv, b_->qkv, 3 * C, T);
       if (B == 1 && options_.narrow_matmul) qkv.geometry = *options_.narrow_matmul;  // half the tiles of batch 2
       g.push_back(kernels::qmatmul(K, qkv, "self_attn.to_qkv"));
       g.push_back(kernels::head_rms_norm(K, {.x = &b_->qkv, .gamma_q = &w.gamma_q, .gamma_k = &w.gamma_k, .rows = T, .heads = H,
                                              .stride = 3 * C, .q_offset = 0, .k_offset = C, .subgroups = options_.subgroups},
                                          "self_attn.qk_rms_norm"));
-      g.push_back(kernels::flash_attention(K, {.q = &b_->qkv, .kv = &b_->qkv, .out = &b_->att, .batch = B, .heads = H, .nq = N,
-                                               .nk = N, .q_stride = 3 * C, .q_offset = 0, .kv_stride = 3 * C, .k_offset = C,
-                                               .v_offset = 2 * C, .o_stride = C, .scale = 0.125f,
-                                               .variant = options_.attention, .queries_per_workgroup = self_attention_queries(B),
-                                               .keys_per_tile = options_.attention_keys, .prefetch_tile = options_.attention_prefetch,
-                                               .tiled = options_.attention_tiled},
-                                           "self_attn.flash"));
-      push_square(mm_args(b_->att, C, w.self_out, b_->h, C, T, Epilogue::GatedResidual, &b_->mods, 2 * C), "self_attn.to_out+gate");
+      for (auto& d : kernels::flash_attention_dispatches(K, self_attention_args(B), "self_attn.flash")) g.push_back(std::move(d));
+      push_square(mm_args(b_->att, C, w.self_out, b_->h, C, T, Epilogue::GatedResidual, &b_->mods, mod(i, 2)), "self_attn.to_out+gate");
       // x += CrossAttn(norm2(x), cond)
       g.push_back(norm(nullptr, 0, 0, &w.norm2_w, &w.norm2_b, 1e-6f, "norm2"));
       push_square(mm_args(b_->hn, C, w.q, b_->qkv, C, T), "cross_attn.to_q");
@@ -225,12 +227,16 @@ void SsFlowModel::build_graphs() {
                                                .nk = L, .q_stride = C, .q_offset = 0, .kv_stride = 2 * C, .k_offset = 0,
                                                .v_offset = C, .o_stride = C, .scale = 0.125f,
                                                .variant = options_.attention, .queries_per_workgroup = options_.attention_queries,
-                                               .keys_per_tile = options_.attention_keys, .prefetch_tile = options_.attention_prefetch,
-                                               .tiled = options_.attention_tiled},
+                                               .keys_per_tile = options_.cross_attention_keys,
+                                               .prefetch_tile = options_.attention_prefetch &&
+                                                                kernels::tile_prefetch_fits(options_.attention_queries,
+                                                                                            options_.cross_attention_keys),
+                                               .tiled = options_.attention_tiled, .lazy_rescale = options_.attention_lazy_rescale,
+                                               .fused_pv = options_.attention_fused_pv},
                                            "cross_attn.flash"));
       push_square(mm_args(b_->att, C, w.cross_out, b_->h, C, T, Epilogue::Residual), "cross_attn.to_out+residual");
       // x += gate_mlp * MLP(m(norm3(x)))
-      g.push_back(norm(&b_->mods, 3, 4, nullptr, nullptr, 1e-6f, "norm3+modulate"));
+      g.push_back(norm(&b_->mods, mod(i, 3), mod(i, 4), nullptr, nullptr, 1e-6f, "norm3+modulate"));
       if (options_.fuse_gelu) {
         g.push_back(mm(b_->hn, C, w.mlp0, b_->mlp, F, T, "mlp.0+gelu", Epilogue::Gelu));
       } else {
@@ -239,7 +245,7 @@ void SsFlowModel::build_graphs() {
         g.push_back(kernels::qmatmul(K, mlp0, "mlp.0"));
         g.push_back(kernels::activation(K, kernels::Activation::GeluTanh, b_->mlp, T * F, "mlp.gelu"));
       }
-      auto mlp2 = mm_args(b_->mlp, F, w.mlp2, b_->h, C, T, Epilogue::GatedResidual, &b_->mods, 5 * C);
+      auto mlp2 = mm_args(b_->mlp, F, w.mlp2, b_->h, C, T, Epilogue::GatedResidual, &b_->mods, mod(i, 5));
       mlp2.geometry.k_splits = mlp2_splits(B);
       push_matmul(mlp2, "mlp.2+gate");
     }
@@ -248,20 +254,37 @@ void SsFlowModel::build_graphs() {
   }
 }
 
-// At batch 1 the quad and oct self attention's 128-query workgroups (384 for 4096 tokens x 12 heads) leave
-// the last wave of a large GPU half empty: half the queries per workgroup, as many workgroups as at
-// batch 2 (H200: 29.8 -> 25.8 ms per batch-1 forward; at batch 2, 64 is slower: 51.3 vs 44.9 ms).
-uint32_t SsFlowModel::self_attention_queries(uint32_t batch) const {
-  const uint32_t q = options_.attention_queries;
+// At batch 1 the self attention's 128-query workgroups (384 for 4096 tokens x 12 heads) leave the last
+// wave of a large GPU half empty. The oct kernel splits the keys in two instead, as many workgroups as
+// at batch 2 at the same efficiency, plus a merge pass; the quad kernel (or oct with one split) runs
+// half the queries per workgroup (H200: 29.8 -> 25.8 ms per batch-1 forward; at batch 2, 64 is slower:
+// 51.3 vs 44.9 ms).
+kernels::FlashAttentionArgs SsFlowModel::self_attention_args(uint32_t batch) const {
+  const uint32_t N = uint32_t(config_.tokens()), C = uint32_t(config_.model_channels);
+  kernels::FlashAttentionArgs a{.q = &b_->qkv, .kv = &b_->qkv, .out = &b_->att, .batch = batch, .heads = uint32_t(config_.num_heads),
+                                .nq = N, .nk = N, .q_stride = 3 * C, .q_offset = 0, .kv_stride = 3 * C, .k_offset = C,
+                                .v_offset = 2 * C, .o_stride = C, .scale = 0.125f, .variant = options_.attention,
+                                .queries_per_workgroup = options_.attention_queries, .keys_per_tile = options_.attention_keys,
+                                .prefetch_tile = options_.attention_prefetch, .tiled = options_.attention_tiled,
+                                .partials = &b_->split_partials, .lazy_rescale = options_.attention_lazy_rescale,
+                                .fused_pv = options_.attention_fused_pv};
+  if (batch != 1) return a;
   const auto v = options_.attention;
+  if (v == kernels::FlashVariant::Oct && options_.attention_key_splits > 1) {
+    a.key_splits = options_.attention_key_splits;
+    return a;
+  }
+  const uint32_t q = a.queries_per_workgroup;
   const uint32_t lanes = v == kernels::FlashVariant::Quad ? 4 : v == kernels::FlashVariant::Oct ? 8 : 0;
-  const bool halve = batch == 1 && lanes && q >= 64 && q % (2 * lanes) == 0 &&
-                     (!options_.attention_prefetch || kernels::tile_prefetch_fits(q / 2, options_.attention_keys));
-  return halve ? q / 2 : q;
+  if (lanes && q >= 64 && q % (2 * lanes) == 0 && (!a.prefetch_tile || kernels::tile_prefetch_fits(q / 2, a.keys_per_tile)))
+    a.queries_per_workgroup = q / 2;
+  return a;
 }
 
 // mlp.2 at batch 1 has half the output tiles: twice the K chunks, where its 64-column groups allow
 // (H200: 4 instead of 2 at batch 1, 62.3 -> 60.2 ms per forward; at batch 2, 3 and 4 are no better).
+uint32_t SsFlowModel::mod_stride() const { return uint32_t(6 * config_.model_channels * config_.num_blocks); }
+
 uint32_t SsFlowModel::mlp2_splits(uint32_t batch) const {
   const uint32_t s = options_.mlp2_k_splits, groups = uint32_t(config_.mlp_channels() / 64);
   return batch == 1 && s > 1 && 2 * s <= groups ? 2 * s : s;

@@ -50,6 +50,12 @@ struct SsFlowOptions {
   // at batch 2.
   uint32_t attention_queries = 128;
   uint32_t attention_keys = 32;      // quad, oct: keys per workgroup-memory tile (oct: 16 and 64 slower)
+  // oct: the batch-1 self attention's keys split over this many workgroups per query block (merged
+  // after), so it launches as many workgroups as batch 2 at batch 2's queries per workgroup; 1: half
+  // the queries per workgroup instead (see SsFlowModel::self_attention_args).
+  uint32_t attention_key_splits = 2;
+  bool attention_lazy_rescale = false, attention_fused_pv = false;  // oct variants being measured
+  uint32_t cross_attention_keys = 32;  // quad, oct: keys per tile of the cross attention (77 context tokens)
   // quad, oct: the next K/V tile read into registers during the current one. H200, batch 2: quad
   // self attention 49.3 -> 47.0 ms per forward (BQ 64 or BK 64 with it: 53-54 ms); oct: 39.3 -> 38.8,
   // at batch 1 27.9 -> 22.8.
@@ -98,8 +104,9 @@ class SsFlowModel {
   struct Weights;
   struct Buffers;
   void build_graphs();
-  uint32_t self_attention_queries(uint32_t batch) const;
+  kernels::FlashAttentionArgs self_attention_args(uint32_t batch) const;
   uint32_t mlp2_splits(uint32_t batch) const;
+  uint32_t mod_stride() const;  // floats of a batch's row of modulations: 6 chunks of C per block
 
   gpu::KernelCache& kernels_;
   SsFlowOptions options_;
