@@ -378,6 +378,29 @@ TEST(SsFlowKernels, KeySplitAttentionRejectsWhatItCannotRun) {
   EXPECT_EQ(kernels::flash_attention_dispatches(test_kernels(), a).size(), 1u);
 }
 
+// Scores that climb along the keys (by ~0.69 in log2 a key, 230 over the row, past f32's 2^128): the
+// lazy rescale has to catch up many times (a stale max would overflow), each stale stretch exact.
+TEST(SsFlowKernels, OctLazyRescaleFollowsAGrowingMax) {
+  if (!test_device().has_subgroups() || test_device().subgroup_size() % 8) GTEST_SKIP() << "no subgroups of 8";
+  const uint32_t nq = 40, nk = 333, C = 64;
+  std::vector<float> qkv = test::random_floats(size_t(std::max(nq, nk)) * 3 * C, 90);
+  for (uint32_t t = 0; t < std::max(nq, nk); t++)
+    for (uint32_t d = 0; d < C; d++) {
+      qkv[size_t(t) * 3 * C + d] = 1.0f;                  // q
+      qkv[size_t(t) * 3 * C + C + d] = 0.06f * float(t);  // k
+    }
+  auto ref = reference::attention(qkv, nq, 3 * C, 0, qkv, nk, 3 * C, C, 2 * C, 1, 0.125, C);
+  for (bool fused : {false, true}) {
+    gpu::Buffer b = upload(qkv), out = poisoned(ref.size());
+    run(kernels::flash_attention(test_kernels(), {.q = &b, .kv = &b, .out = &out, .batch = 1, .heads = 1, .nq = nq, .nk = nk,
+                                                  .q_stride = 3 * C, .q_offset = 0, .kv_stride = 3 * C, .k_offset = C,
+                                                  .v_offset = 2 * C, .o_stride = C, .scale = 0.125f, .variant = FlashVariant::Oct,
+                                                  .queries_per_workgroup = 64, .keys_per_tile = 32, .lazy_rescale = true,
+                                                  .fused_pv = fused}));
+    EXPECT_LT(test::rel_l2(read(out), ref), test::kF32Tolerance) << (fused ? "per-key PV" : "");
+  }
+}
+
 TEST(SsFlowKernels, ActivationsMatchReference) {
   for (auto [f, n] : {std::pair{kernels::Activation::Silu, 1001}, {kernels::Activation::GeluTanh, 1001},
                       {kernels::Activation::Silu, 1000}, {kernels::Activation::GeluTanh, 1000}}) {  // scalar; vec4

@@ -109,6 +109,22 @@ TEST(SsFlowModel, SplitKForwardMatchesReference) {
   EXPECT_LT(batch2_rel_l2(model, 24, 0.27, 0.64), 1e-5);
 }
 
+// The batch-1 self attention split over 2 key ranges and merged; the oct kernel's lazy rescale and
+// per-key PV (and 16-key tiles: 4 of the 64 tokens' keys, 2 per split).
+TEST(SsFlowModel, KeySplitAttentionForwardMatchesReference) {
+  auto& m = tiny_model();
+  trellis::SsFlowOptions o = small_tiles();
+  o.attention_keys = 16;
+  o.attention_key_splits = 2;
+  o.attention_lazy_rescale = o.attention_fused_pv = true;
+  trellis::SsFlowModel model(test_kernels(), m.tensors, o);
+  if (model.options().attention != kernels::FlashVariant::Oct) GTEST_SKIP() << "no subgroups of a multiple of 8 lanes";
+  model.set_context(m.cond, m.neg, kCtx);
+  auto x1 = test::random_floats(size_t(m.config.in_channels * m.config.tokens()), 25);
+  EXPECT_LT(test::rel_l2(model.forward(x1, {0.61}), reference::ss_flow_forward(m.config, m.weights, x1, {0.61}, m.cond, kCtx)), 1e-5);
+  EXPECT_LT(batch2_rel_l2(model, 26, 0.35, 0.8), 1e-5);
+}
+
 TEST(SsFlowModel, TiledAttentionForwardMatchesReference) {
   auto& m = tiny_model();
   trellis::SsFlowOptions o;

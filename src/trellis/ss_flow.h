@@ -52,9 +52,12 @@ struct SsFlowOptions {
   uint32_t attention_keys = 32;      // quad, oct: keys per workgroup-memory tile (oct: 16 and 64 slower)
   // oct: the batch-1 self attention's keys split over this many workgroups per query block (merged
   // after), so it launches as many workgroups as batch 2 at batch 2's queries per workgroup; 1: half
-  // the queries per workgroup instead (see SsFlowModel::self_attention_args).
-  uint32_t attention_key_splits = 2;
-  bool attention_lazy_rescale = false, attention_fused_pv = false;  // oct variants being measured
+  // the queries per workgroup instead (see SsFlowModel::self_attention_args). 2 is predicted ~3 ms
+  // faster per batch-1 forward but not yet measured (no GPU in the tenth session): 1 stays the default.
+  uint32_t attention_key_splits = 1;
+  // oct variants, not yet measured: rescale the accumulators only when a running max grows by more
+  // than 2^8 (skips ~9 of ~175 instructions a key); each key's exponentials gathered and used at once.
+  bool attention_lazy_rescale = false, attention_fused_pv = false;
   uint32_t cross_attention_keys = 32;  // quad, oct: keys per tile of the cross attention (77 context tokens)
   // quad, oct: the next K/V tile read into registers during the current one. H200, batch 2: quad
   // self attention 49.3 -> 47.0 ms per forward (BQ 64 or BK 64 with it: 53-54 ms); oct: 39.3 -> 38.8,
