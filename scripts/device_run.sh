@@ -62,15 +62,16 @@ switch_bench() {
 # One ss-flow variant of the seed shape (random weights): forwards at batch 1 and 2, medians of 3, into
 # $OUT/PREFIX_x<options>.json, and its summary line (scripts/ss_flow_summary.py). ss_flow_full adds
 # the full default sampling run (medians of 5).
+json_name() { echo "x$*" | tr -d '-' | tr -c 'A-Za-z0-9._\n' '_'; }  # options as a plain file name
 ss_flow_variant() {  # PREFIX [OPTIONS...]
   local prefix=$1; shift
-  local file; file="$OUT/${prefix}_$(echo "x$*" | tr ' ' '_' | tr -d '-').json"
+  local file; file="$OUT/${prefix}_$(json_name "$@").json"
   ember bench ss-flow --synthetic --gpu-fast --json --no-sample --repeats 3 "$@" > "$file" || { echo "ss-flow $* failed" >&2; return; }
   python3 scripts/ss_flow_summary.py "$file" "$*"
 }
 ss_flow_full() {  # PREFIX [OPTIONS...]
   local prefix=$1; shift
-  local file; file="$OUT/${prefix}_$(echo "x$*" | tr ' ' '_' | tr -d '-').json"
+  local file; file="$OUT/${prefix}_$(json_name "$@").json"
   ember bench ss-flow --synthetic --gpu-fast --json "$@" > "$file" || { echo "ss-flow full run $* failed" >&2; return; }
   python3 scripts/ss_flow_summary.py "$file" "$*"
 }

@@ -125,6 +125,22 @@ TEST(SsFlowModel, KeySplitAttentionForwardMatchesReference) {
   EXPECT_LT(batch2_rel_l2(model, 26, 0.35, 0.8), 1e-5);
 }
 
+// Per-matmul overrides: mlp.0 split-K at batch 2 only, to_qkv at 16 rows a thread at both batches.
+TEST(SsFlowModel, MatmulOverridesForwardMatchesReference) {
+  auto& m = tiny_model();
+  trellis::SsFlowOptions o = small_tiles();
+  o.matmul_overrides["mlp.0@2"] = {.wg_tokens = 4, .wg_rows = 4, .k_step = 16, .k_splits = 2};
+  o.matmul_overrides["self_attn.to_qkv"] = {.wg_tokens = 4, .wg_rows = 2, .k_step = 16, .rows_per_thread = 16};
+  trellis::SsFlowModel model(test_kernels(), m.tensors, o);
+  model.set_context(m.cond, m.neg, kCtx);
+  EXPECT_LT(batch2_rel_l2(model, 27, 0.44, 0.71), 1e-5);
+  auto x1 = test::random_floats(size_t(m.config.in_channels * m.config.tokens()), 27);
+  EXPECT_LT(test::rel_l2(model.forward(x1, {0.44}), reference::ss_flow_forward(m.config, m.weights, x1, {0.44}, m.cond, kCtx)), 1e-5);
+  o.matmul_overrides = {{"mlp.9", {}}};  // no such matmul: an error naming the real ones
+  trellis::SsFlowModel typo(test_kernels(), m.tensors, o);
+  EXPECT_THROW(typo.set_context(m.cond, m.neg, kCtx), Error);
+}
+
 TEST(SsFlowModel, TiledAttentionForwardMatchesReference) {
   auto& m = tiny_model();
   trellis::SsFlowOptions o;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "common/error.h"
@@ -13,6 +15,29 @@
 
 namespace ember::cli {
 namespace {
+
+// REGION[@BATCH]=T,R,K[,SPLITS[,ROWS]] over `base` (its vec4 and prefetch choices kept).
+std::pair<std::string, kernels::QMatmulGeometry> parse_matmul_override(const std::string& spec, kernels::QMatmulGeometry base) {
+  const std::string where = "--matmul-override " + spec;
+  const std::string hint = "write REGION[@BATCH]=T,R,K[,SPLITS[,ROWS]], e.g. mlp.0@2=16,16,16,1,16";
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0) throw Error("no REGION= before the geometry", where, hint);
+  std::vector<uint32_t> v;
+  std::stringstream in(spec.substr(eq + 1));
+  for (std::string item; std::getline(in, item, ',');) {
+    char* end = nullptr;
+    const unsigned long x = std::strtoul(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || x == 0 || x > 4096) throw Error("'" + item + "' is not a positive count", where, hint);
+    v.push_back(uint32_t(x));
+  }
+  if (v.size() < 3 || v.size() > 5) throw Error("expected 3 to 5 numbers after '='", where, hint);
+  base.wg_tokens = v[0];
+  base.wg_rows = v[1];
+  base.k_step = v[2];
+  base.k_splits = v.size() > 3 ? v[3] : 1;
+  if (v.size() > 4) base.rows_per_thread = v[4];
+  return {spec.substr(0, eq), base};
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -46,6 +71,7 @@ void add_bench_ss_flow(CLI::App& bench) {
          matmul_no_prefetch = false, attn_no_prefetch = false;
     int repeats = 5, blocks = 0, resolution = 0;
     std::vector<uint32_t> matmul, narrow_matmul, attn_geometry;
+    std::vector<std::string> matmul_overrides;
     std::string attention;
     trellis::SsFlowOptions mo;
     trellis::SamplerOptions sampler;
@@ -77,6 +103,10 @@ void add_bench_ss_flow(CLI::App& bench) {
                   "geometry of the 768 x 768 matmuls and batch-1 to_qkv: threads along tokens, along rows, K step (default " +
                       dims_text(o->mo.narrow_matmul.value_or(o->mo.matmul)) + ")")
       ->expected(3);
+  cmd->add_option("--matmul-override", o->matmul_overrides,
+                  "one matmul's geometry, replacing the rules: REGION[@BATCH]=T,R,K[,SPLITS[,ROWS]] (threads along tokens, along "
+                  "rows, K step, split-K chunks, outputs per thread along rows), REGION a kernel name of the profile, e.g. "
+                  "self_attn.to_qkv@2=16,8,16,2; repeatable");
   cmd->add_option("--mlp0-rows", o->mo.mlp0_rows_per_thread, "mlp.0 outputs per thread along rows (8 or 16)")
       ->check(CLI::IsMember({8, 16}))
       ->capture_default_str();
@@ -140,6 +170,7 @@ void add_bench_ss_flow(CLI::App& bench) {
       mo.attention_tiled = {o->attn_geometry[0], o->attn_geometry[1], o->attn_geometry[2],
                             o->attn_geometry.size() > 3 && o->attn_geometry[3] != 0};
     mo.attention_prefetch = !o->attn_no_prefetch;
+    for (const auto& spec : o->matmul_overrides) mo.matmul_overrides.insert(parse_matmul_override(spec, mo.matmul));
     auto t_load = std::chrono::steady_clock::now();
     trellis::SsFlowModel model(kernels, *source, mo);
     const auto& c = model.config();
@@ -166,7 +197,8 @@ void add_bench_ss_flow(CLI::App& bench) {
                         {"fuse_gelu", used.fuse_gelu}, {"mlp2_k_splits", used.mlp2_k_splits}, {"square_k_splits", used.square_k_splits},
                         {"matmul_geometry", dims(used.matmul)}, {"matmul_vec4", used.matmul.vec4}, {"matmul_prefetch", used.matmul.prefetch},
                         {"matmul_rows_per_thread", used.matmul.rows_per_thread}, {"mlp0_rows_per_thread", used.mlp0_rows_per_thread},
-                        {"narrow_matmul", used.narrow_matmul ? dims(*used.narrow_matmul) : dims(used.matmul)}};
+                        {"narrow_matmul", used.narrow_matmul ? dims(*used.narrow_matmul) : dims(used.matmul)},
+                        {"matmul_overrides", o->matmul_overrides}};
     std::string text;
     {
       char line[160];

@@ -53,39 +53,7 @@ PartialsLayout partials_layout(const FlashAttentionArgs& a, uint32_t splits) {
   return {out, (out + 63) / 64 * 64, uint64_t(splits) * a.batch * a.heads * a.nq};
 }
 
-Dispatch attention_dispatch(gpu::KernelCache& kernels, const FlashAttentionArgs& a, const std::string& region, KeySplit split);
-
 }  // namespace
-
-uint64_t flash_partials_floats(const FlashAttentionArgs& a) {
-  const KeySplit split = key_split(a);
-  if (split.splits == 1) return 0;
-  const PartialsLayout l = partials_layout(a, split.splits);
-  return l.lse_offset + l.lse_floats;
-}
-
-Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a, const std::string& region) {
-  if (a.key_splits > 1) throw Error("split attention takes two dispatches", "flash_attention " + region, "use flash_attention_dispatches");
-  return attention_dispatch(kernels, a, region, {a.nk, 1});
-}
-
-std::vector<Dispatch> flash_attention_dispatches(gpu::KernelCache& kernels, const FlashAttentionArgs& a, const std::string& region) {
-  const KeySplit split = key_split(a);
-  std::vector<Dispatch> out;
-  out.push_back(attention_dispatch(kernels, a, region, split));
-  if (split.splits == 1) return out;
-  const PartialsLayout l = partials_layout(a, split.splits);
-  Dispatch d;
-  d.kernel = &kernels.get({.file = "flash_attention_merge.wgsl", .constants = {{"WG", 256}}});
-  d.region = region + ".merge";
-  d.params = kernels.device().create_uniform(MergeParams{a.nq, a.heads, a.batch, split.splits, a.o_stride, {}},
-                                             "flash_attention merge params " + region);
-  d.group = kernels.bind(*d.kernel, {{a.partials, 0, 4 * l.out_floats}, {a.partials, 4 * l.lse_offset, 4 * l.lse_floats}, {a.out},
-                                     {&d.params}});
-  grid_1d(d, (uint64_t(a.batch) * a.nq * a.heads * 16 + 255) / 256);
-  out.push_back(std::move(d));
-  return out;
-}
 
 uint32_t flash_tiled_workgroup_bytes(const FlashTiledGeometry& g, uint32_t head_dim) {
   const uint32_t keys = 8 * g.keys_per_thread;
@@ -191,6 +159,36 @@ Dispatch attention_dispatch(gpu::KernelCache& kernels, const FlashAttentionArgs&
 }
 
 }  // namespace
+
+uint64_t flash_partials_floats(const FlashAttentionArgs& a) {
+  const KeySplit split = key_split(a);
+  if (split.splits == 1) return 0;
+  const PartialsLayout l = partials_layout(a, split.splits);
+  return l.lse_offset + l.lse_floats;
+}
+
+Dispatch flash_attention(gpu::KernelCache& kernels, const FlashAttentionArgs& a, const std::string& region) {
+  if (a.key_splits > 1) throw Error("split attention takes two dispatches", "flash_attention " + region, "use flash_attention_dispatches");
+  return attention_dispatch(kernels, a, region, {a.nk, 1});
+}
+
+std::vector<Dispatch> flash_attention_dispatches(gpu::KernelCache& kernels, const FlashAttentionArgs& a, const std::string& region) {
+  const KeySplit split = key_split(a);
+  std::vector<Dispatch> out;
+  out.push_back(attention_dispatch(kernels, a, region, split));
+  if (split.splits == 1) return out;
+  const PartialsLayout l = partials_layout(a, split.splits);
+  Dispatch d;
+  d.kernel = &kernels.get({.file = "flash_attention_merge.wgsl", .constants = {{"WG", 256}}});
+  d.region = region + ".merge";
+  d.params = kernels.device().create_uniform(MergeParams{a.nq, a.heads, a.batch, split.splits, a.o_stride, {}},
+                                             "flash_attention merge params " + region);
+  d.group = kernels.bind(*d.kernel, {{a.partials, 0, 4 * l.out_floats}, {a.partials, 4 * l.lse_offset, 4 * l.lse_floats}, {a.out},
+                                     {&d.params}});
+  grid_1d(d, (uint64_t(a.batch) * a.nq * a.heads * 16 + 255) / 256);
+  out.push_back(std::move(d));
+  return out;
+}
 
 Dispatch head_rms_norm(gpu::KernelCache& kernels, const HeadRmsNormArgs& a, const std::string& region) {
   if (!aligned4({a.stride, a.q_offset, a.k_offset}))

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "common/error.h"
 #include "kernels/flash_attention.h"
@@ -110,13 +111,14 @@ SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const
   b_->out = buf(B * N * uint64_t(config_.out_channels), "output");
   if (!w_->blocks.empty()) {
     const auto& w0 = w_->blocks.front();
-    const uint64_t floats = std::max({kernels::qmatmul_split_floats(w0.mlp2, uint32_t(B * N), mlp2_splits(2)),
-                                      kernels::qmatmul_split_floats(w0.mlp2, uint32_t(N), mlp2_splits(1)),
-                                      kernels::qmatmul_split_floats(w0.self_out, uint32_t(B * N), options_.square_k_splits),
-                                      small_output_split_floats(w_->ada, B), small_output_split_floats(w_->t0, B),
-                                      small_output_split_floats(w_->t2, B),
-                                      small_output_split_floats(w_->out, uint32_t(B * N)),
-                                      kernels::flash_partials_floats(self_attention_args(1))});
+    uint64_t floats = std::max({kernels::qmatmul_split_floats(w0.mlp2, uint32_t(B * N), mlp2_splits(2)),
+                                kernels::qmatmul_split_floats(w0.mlp2, uint32_t(N), mlp2_splits(1)),
+                                kernels::qmatmul_split_floats(w0.self_out, uint32_t(B * N), options_.square_k_splits),
+                                small_output_split_floats(w_->ada, B), small_output_split_floats(w_->t0, B),
+                                small_output_split_floats(w_->t2, B), small_output_split_floats(w_->out, uint32_t(B * N)),
+                                kernels::flash_partials_floats(self_attention_args(1))});
+    for (const auto& [region, g] : options_.matmul_overrides)  // a bound: the widest matrix (mlp.0) at batch 2
+      floats = std::max(floats, kernels::qmatmul_split_floats(w0.mlp0, uint32_t(B * N), g.k_splits));
     if (floats) b_->split_partials = buf(floats, "split-K partials");
   }
 }
@@ -169,18 +171,26 @@ void SsFlowModel::build_graphs() {
                                 .extra = extra, .tokens_per_batch = N, .gate_stride = mod_stride(), .gate_offset = gate_offset,
                                 .add_period = N, .geometry = geo, .split_partials = &b_->split_partials};
   };
-  auto mm = [&](const gpu::Buffer& x, uint32_t xs, const kernels::QuantizedMatrix& w, const gpu::Buffer& y, uint32_t ys,
-                uint32_t tokens, const std::string& region, Epilogue e = Epilogue::None, const gpu::Buffer* extra = nullptr,
-                uint32_t gate_offset = 0) { return kernels::qmatmul(K, mm_args(x, xs, w, y, ys, tokens, e, extra, gate_offset), region); };
+  std::set<std::string> overridden, regions;  // the overrides that matched; every matmul's region
   b_->context_graph.clear();
   for (size_t i = 0; i < w_->blocks.size(); i++)
-    b_->context_graph.push_back(mm(b_->ctx, uint32_t(config_.cond_channels), w_->blocks[i].kv, b_->kv[i], 2 * C, 2 * L,
-                                   "cross_attn.to_kv"));
+    b_->context_graph.push_back(
+        kernels::qmatmul(K, mm_args(b_->ctx, uint32_t(config_.cond_channels), w_->blocks[i].kv, b_->kv[i], 2 * C, 2 * L), "cross_attn.to_kv"));
   for (int bi = 0; bi < 2; bi++) {
     const uint32_t B = uint32_t(bi + 1), T = B * N;
     auto& g = graph_[bi];
     g.clear();
-    auto push_matmul = [&](const kernels::QMatmulArgs& a, const std::string& region) {  // with its split-K sum pass if any
+    // Every matmul of the forward: its geometry overridden where options_.matmul_overrides names it,
+    // with its split-K sum pass if any.
+    auto push_matmul = [&](kernels::QMatmulArgs a, const std::string& region) {
+      const auto& o = options_.matmul_overrides;
+      regions.insert(region);
+      auto it = o.find(region + "@" + std::to_string(B));
+      if (it == o.end()) it = o.find(region);
+      if (it != o.end()) {
+        a.geometry = it->second;
+        overridden.insert(it->first);
+      }
       for (auto& d : kernels::qmatmul_dispatches(K, a, region)) g.push_back(std::move(d));
     };
     // The C x C matmuls (K = C, few output tiles), split-K where options_.square_k_splits > 1.
@@ -198,7 +208,7 @@ void SsFlowModel::build_graphs() {
     push_small_output(mm_args(b_->temb_a, C, w_->t2, b_->temb, C, B), "t_embedder.mlp.2");
     g.push_back(kernels::activation(K, kernels::Activation::Silu, b_->temb, B * C, "adaLN.silu"));
     if (!w_->blocks.empty()) push_small_output(mm_args(b_->temb, C, w_->ada, b_->mods, mod_stride(), B), "adaLN_modulation");
-    g.push_back(mm(b_->x, uint32_t(config_.in_channels), w_->input, b_->h, C, T, "input_layer+pos_emb", Epilogue::AddRows, &w_->pos));
+    push_matmul(mm_args(b_->x, uint32_t(config_.in_channels), w_->input, b_->h, C, T, Epilogue::AddRows, &w_->pos), "input_layer+pos_emb");
     // Block i's modulation chunk k (0..5: shift, scale, gate of the attention, then of the MLP) in mods.
     auto mod = [&](size_t i, uint32_t k) { return uint32_t(6 * i + k) * C; };
     auto norm = [&](const gpu::Buffer* mods, uint32_t shift, uint32_t scale, const gpu::Buffer* wgt, const gpu::Buffer* bias,
@@ -214,7 +224,7 @@ void SsFlowModel::build_graphs() {
       g.push_back(norm(&b_->mods, mod(i, 0), mod(i, 1), nullptr, nullptr, 1e-6f, "norm1+modulate"));
       auto qkv = mm_args(b_->hn, C, w.qkv, b_->qkv, 3 * C, T);
       if (B == 1 && options_.narrow_matmul) qkv.geometry = *options_.narrow_matmul;  // half the tiles of batch 2
-      g.push_back(kernels::qmatmul(K, qkv, "self_attn.to_qkv"));
+      push_matmul(qkv, "self_attn.to_qkv");
       g.push_back(kernels::head_rms_norm(K, {.x = &b_->qkv, .gamma_q = &w.gamma_q, .gamma_k = &w.gamma_k, .rows = T, .heads = H,
                                              .stride = 3 * C, .q_offset = 0, .k_offset = C, .subgroups = options_.subgroups},
                                          "self_attn.qk_rms_norm"));
@@ -238,11 +248,11 @@ void SsFlowModel::build_graphs() {
       // x += gate_mlp * MLP(m(norm3(x)))
       g.push_back(norm(&b_->mods, mod(i, 3), mod(i, 4), nullptr, nullptr, 1e-6f, "norm3+modulate"));
       if (options_.fuse_gelu) {
-        g.push_back(mm(b_->hn, C, w.mlp0, b_->mlp, F, T, "mlp.0+gelu", Epilogue::Gelu));
+        push_matmul(mm_args(b_->hn, C, w.mlp0, b_->mlp, F, T, Epilogue::Gelu), "mlp.0+gelu");
       } else {
         auto mlp0 = mm_args(b_->hn, C, w.mlp0, b_->mlp, F, T);
         mlp0.geometry.rows_per_thread = options_.mlp0_rows_per_thread;
-        g.push_back(kernels::qmatmul(K, mlp0, "mlp.0"));
+        push_matmul(mlp0, "mlp.0");
         g.push_back(kernels::activation(K, kernels::Activation::GeluTanh, b_->mlp, T * F, "mlp.gelu"));
       }
       auto mlp2 = mm_args(b_->mlp, F, w.mlp2, b_->h, C, T, Epilogue::GatedResidual, &b_->mods, mod(i, 5));
@@ -252,6 +262,12 @@ void SsFlowModel::build_graphs() {
     g.push_back(norm(nullptr, 0, 0, nullptr, nullptr, 1e-5f, "final_norm"));
     push_small_output(mm_args(b_->hn, C, w_->out, b_->out, uint32_t(config_.out_channels), T), "out_layer");
   }
+  for (const auto& [name, g] : options_.matmul_overrides)
+    if (!overridden.count(name)) {
+      std::string known;
+      for (const auto& r : regions) known += (known.empty() ? "" : ", ") + r;
+      throw Error("no matmul of the forward is named '" + name + "'", "ss-flow matmul override", "name one of: " + known + " (optionally @1 or @2)");
+    }
 }
 
 // At batch 1 the self attention's 128-query workgroups (384 for 4096 tokens x 12 heads) leave the last

@@ -4,6 +4,7 @@
 // at batch 1 or 2 (conditional | unconditional) is then only recorded.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -70,6 +71,9 @@ struct SsFlowOptions {
   // left registers; a separate in-place GELU pass costs ~0.11 ms. Applied as mlp.2 stores its X
   // tile instead, it measured no faster than the pass (2026-12-04).
   bool fuse_gelu = false;
+  // Per-matmul geometry by profile region ("mlp.0", "self_attn.to_qkv", ...), or "REGION@B" at batch
+  // B only; it replaces the rules above for that matmul (sweeps: ember bench ss-flow --matmul-override).
+  std::map<std::string, kernels::QMatmulGeometry> matmul_overrides;
 };
 
 class SsFlowModel {
