@@ -233,17 +233,13 @@ void SsFlowModel::build_graphs() {
       // x += CrossAttn(norm2(x), cond)
       g.push_back(norm(nullptr, 0, 0, &w.norm2_w, &w.norm2_b, 1e-6f, "norm2"));
       push_square(mm_args(b_->hn, C, w.q, b_->qkv, C, T), "cross_attn.to_q");
-      g.push_back(kernels::flash_attention(K, {.q = &b_->qkv, .kv = &b_->kv[i], .out = &b_->att, .batch = B, .heads = H, .nq = N,
-                                               .nk = L, .q_stride = C, .q_offset = 0, .kv_stride = 2 * C, .k_offset = 0,
-                                               .v_offset = C, .o_stride = C, .scale = 0.125f,
-                                               .variant = options_.attention, .queries_per_workgroup = options_.attention_queries,
-                                               .keys_per_tile = options_.cross_attention_keys,
-                                               .prefetch_tile = options_.attention_prefetch &&
-                                                                kernels::tile_prefetch_fits(options_.attention_queries,
-                                                                                            options_.cross_attention_keys),
-                                               .tiled = options_.attention_tiled, .lazy_rescale = options_.attention_lazy_rescale,
-                                               .fused_pv = options_.attention_fused_pv},
-                                           "cross_attn.flash"));
+      auto cross = attention_args(B, L, options_.cross_attention_keys);
+      cross.q = &b_->qkv;
+      cross.kv = &b_->kv[i];
+      cross.q_stride = C;
+      cross.kv_stride = 2 * C;
+      cross.v_offset = C;
+      g.push_back(kernels::flash_attention(K, cross, "cross_attn.flash"));
       push_square(mm_args(b_->att, C, w.cross_out, b_->h, C, T, Epilogue::Residual), "cross_attn.to_out+residual");
       // x += gate_mlp * MLP(m(norm3(x)))
       g.push_back(norm(&b_->mods, mod(i, 3), mod(i, 4), nullptr, nullptr, 1e-6f, "norm3+modulate"));
@@ -270,6 +266,21 @@ void SsFlowModel::build_graphs() {
     }
 }
 
+// The options' attention kernel over `batch` x 4096 queries of C/64 heads into att, q at offset 0:
+// the caller names the q and k/v buffers and their layout.
+kernels::FlashAttentionArgs SsFlowModel::attention_args(uint32_t batch, uint32_t keys, uint32_t keys_per_tile) const {
+  kernels::FlashAttentionArgs a{.q = nullptr, .kv = nullptr, .out = &b_->att, .batch = batch, .heads = uint32_t(config_.num_heads),
+                                .nq = uint32_t(config_.tokens()), .nk = keys, .q_stride = 0, .q_offset = 0, .kv_stride = 0,
+                                .k_offset = 0, .v_offset = 0, .o_stride = uint32_t(config_.model_channels), .scale = 0.125f,
+                                .variant = options_.attention, .queries_per_workgroup = options_.attention_queries,
+                                .keys_per_tile = keys_per_tile,
+                                .prefetch_tile = options_.attention_prefetch &&
+                                                 kernels::tile_prefetch_fits(options_.attention_queries, keys_per_tile),
+                                .tiled = options_.attention_tiled, .partials = &b_->split_partials,
+                                .lazy_rescale = options_.attention_lazy_rescale, .fused_pv = options_.attention_fused_pv};
+  return a;
+}
+
 // At batch 1 the self attention's 128-query workgroups (384 for 4096 tokens x 12 heads) leave the last
 // wave of a large GPU half empty. The oct kernel splits the keys in two instead, as many workgroups as
 // at batch 2 at the same efficiency, plus a merge pass; the quad kernel (or oct with one split) runs
@@ -277,13 +288,11 @@ void SsFlowModel::build_graphs() {
 // 51.3 vs 44.9 ms).
 kernels::FlashAttentionArgs SsFlowModel::self_attention_args(uint32_t batch) const {
   const uint32_t N = uint32_t(config_.tokens()), C = uint32_t(config_.model_channels);
-  kernels::FlashAttentionArgs a{.q = &b_->qkv, .kv = &b_->qkv, .out = &b_->att, .batch = batch, .heads = uint32_t(config_.num_heads),
-                                .nq = N, .nk = N, .q_stride = 3 * C, .q_offset = 0, .kv_stride = 3 * C, .k_offset = C,
-                                .v_offset = 2 * C, .o_stride = C, .scale = 0.125f, .variant = options_.attention,
-                                .queries_per_workgroup = options_.attention_queries, .keys_per_tile = options_.attention_keys,
-                                .prefetch_tile = options_.attention_prefetch, .tiled = options_.attention_tiled,
-                                .partials = &b_->split_partials, .lazy_rescale = options_.attention_lazy_rescale,
-                                .fused_pv = options_.attention_fused_pv};
+  kernels::FlashAttentionArgs a = attention_args(batch, N, options_.attention_keys);
+  a.q = a.kv = &b_->qkv;
+  a.q_stride = a.kv_stride = 3 * C;
+  a.k_offset = C;
+  a.v_offset = 2 * C;
   if (batch != 1) return a;
   const auto v = options_.attention;
   if (v == kernels::FlashVariant::Oct && options_.attention_key_splits > 1) {
@@ -297,10 +306,10 @@ kernels::FlashAttentionArgs SsFlowModel::self_attention_args(uint32_t batch) con
   return a;
 }
 
-// mlp.2 at batch 1 has half the output tiles: twice the K chunks, where its 64-column groups allow
-// (H200: 4 instead of 2 at batch 1, 62.3 -> 60.2 ms per forward; at batch 2, 3 and 4 are no better).
 uint32_t SsFlowModel::mod_stride() const { return uint32_t(6 * config_.model_channels * config_.num_blocks); }
 
+// mlp.2 at batch 1 has half the output tiles: twice the K chunks, where its 64-column groups allow
+// (H200: 4 instead of 2 at batch 1, 62.3 -> 60.2 ms per forward; at batch 2, 3 and 4 are no better).
 uint32_t SsFlowModel::mlp2_splits(uint32_t batch) const {
   const uint32_t s = options_.mlp2_k_splits, groups = uint32_t(config_.mlp_channels() / 64);
   return batch == 1 && s > 1 && 2 * s <= groups ? 2 * s : s;

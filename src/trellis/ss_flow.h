@@ -111,6 +111,7 @@ class SsFlowModel {
   struct Weights;
   struct Buffers;
   void build_graphs();
+  kernels::FlashAttentionArgs attention_args(uint32_t batch, uint32_t keys, uint32_t keys_per_tile) const;
   kernels::FlashAttentionArgs self_attention_args(uint32_t batch) const;
   uint32_t mlp2_splits(uint32_t batch) const;
   uint32_t mod_stride() const;  // floats of a batch's row of modulations: 6 chunks of C per block
