@@ -26,7 +26,9 @@ def main(path, label):
     line = "%-44s b1 %.2f ms (self attn %.2f), b2 %.2f ms (%s)" % (
         label or "default", j["forward_batch1"]["wall_ms"], b1_attn, j["forward_batch2"]["wall_ms"], groups)
     if "sampling" in j:
-        line += "; full run %.3f s (%.1f TFLOP/s)" % (j["sampling"]["wall_s"], j["sampling"]["tflops"])
+        r = j["sampling"]
+        line += "; full run %.3f s (%.1f TFLOP/s; steps b1 %.2f ms, b2 %.2f ms)" % (
+            r["wall_s"], r["tflops"], r.get("step_ms_batch1", 0), r.get("step_ms_batch2", 0))
     print(line)
 
 

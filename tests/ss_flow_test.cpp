@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <numeric>
 
 #include "common/error.h"
 #include "gpu_fixture.h"
@@ -179,10 +180,18 @@ TEST(SsFlowSampler, GuidedStepsMatchReferenceSampler) {
     o.steps = steps;
     o.cfg_lo = lo;
     int guided = 0;
-    auto got = sampler.sample(noise, o, [&](const trellis::StepReport& r) { guided += r.guided; });
+    std::vector<int> reported;  // steps are queued one ahead; each is still reported once, in order
+    auto got = sampler.sample(noise, o, [&](const trellis::StepReport& r) {
+      guided += r.guided;
+      reported.push_back(r.step);
+      EXPECT_GT(r.seconds, 0.0);
+    });
     auto ref = reference::flow_sample(m.config, m.weights, noise, m.cond, m.neg, kCtx, o);
     EXPECT_LT(test::rel_l2(got, ref), 1e-3) << steps << " steps";
     EXPECT_EQ(guided, steps == 2 ? 2 : 3);  // t = 1, .9, .75, .5: three inside [0.7, 1]
+    auto in_order = std::vector<int>(size_t(steps));
+    std::iota(in_order.begin(), in_order.end(), 0);
+    EXPECT_EQ(reported, in_order);
   }
 }
 

@@ -247,17 +247,22 @@ void add_bench_ss_flow(CLI::App& bench) {
       double flops = 0;
       for (int i = 0; i < o->sampler.steps; i++) flops += model.flops(trellis::guided_at(ts[size_t(i)], o->sampler) ? 2 : 1);
       sampler.sample(noise, o->sampler);  // warm-up
-      std::vector<double> wall;
+      std::vector<double> wall, step_ms[2];  // step times at batch 1 and 2, over all repeats
+      auto record_step = [&](const trellis::StepReport& r) { step_ms[r.guided ? 1 : 0].push_back(1e3 * r.seconds); };
       for (int r = 0; r < std::max(1, o->repeats / 2); r++) {
         auto s = std::chrono::steady_clock::now();
-        sampler.sample(noise, o->sampler);
+        sampler.sample(noise, o->sampler, record_step);
         wall.push_back(seconds_since(s));
       }
       const double ws = median(wall);
-      j["sampling"] = {{"steps", o->sampler.steps}, {"wall_s", ws}, {"tflop", flops / 1e12}, {"tflops", flops / ws / 1e12}};
+      j["sampling"] = {{"steps", o->sampler.steps}, {"wall_s", ws}, {"tflop", flops / 1e12}, {"tflops", flops / ws / 1e12},
+                       {"step_ms_batch1", median(step_ms[0])}, {"step_ms_batch2", median(step_ms[1])}};
       char line[256];
-      snprintf(line, sizeof line, "sampling, %d steps (cfg %.1f in [%.2f, %.2f]): %.3f s wall, %.1f TFLOP, %.2f TFLOP/s\n",
-               o->sampler.steps, o->sampler.cfg_strength, o->sampler.cfg_lo, o->sampler.cfg_hi, ws, flops / 1e12, flops / ws / 1e12);
+      snprintf(line, sizeof line,
+               "sampling, %d steps (cfg %.1f in [%.2f, %.2f]): %.3f s wall, %.1f TFLOP, %.2f TFLOP/s; median step %.2f ms at "
+               "batch 1, %.2f ms at batch 2\n",
+               o->sampler.steps, o->sampler.cfg_strength, o->sampler.cfg_lo, o->sampler.cfg_hi, ws, flops / 1e12, flops / ws / 1e12,
+               median(step_ms[0]), median(step_ms[1]));
       text += line;
     }
     if (o->json)

@@ -1,5 +1,6 @@
 #include "gpu/device.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/error.h"
@@ -39,6 +40,9 @@ struct Device::State {
   mutable std::string pending_error;
   mutable bool lost = false;
   mutable bool destroying = false;
+  // Marks (see mark()): the last one handed out and the last one whose work is done. The queue
+  // completes work in order, so one counter says which are done.
+  mutable uint64_t marks_made = 0, marks_done = 0;
 };
 
 Device::Device(std::unique_ptr<State> state) : s_(std::move(state)) {}
@@ -226,6 +230,25 @@ void Device::wait_idle(const std::string& context) const {
   cb.userdata1 = &done;
   wgpuQueueOnSubmittedWorkDone(queue(), cb);
   s_->instance.wait_until([&] { return done || s_->lost; });
+  check(context);
+}
+
+uint64_t Device::mark() const {
+  const uint64_t serial = ++s_->marks_made;
+  WGPUQueueWorkDoneCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_AllowProcessEvents;
+  cb.callback = [](WGPUQueueWorkDoneStatus, WGPUStringView, void* state, void* serial) {
+    auto* st = static_cast<State*>(state);
+    st->marks_done = std::max(st->marks_done, uint64_t(reinterpret_cast<uintptr_t>(serial)));
+  };
+  cb.userdata1 = s_.get();
+  cb.userdata2 = reinterpret_cast<void*>(uintptr_t(serial));
+  wgpuQueueOnSubmittedWorkDone(queue(), cb);
+  return serial;
+}
+
+void Device::wait_for(uint64_t mark, const std::string& context) const {
+  s_->instance.wait_until([&] { return s_->marks_done >= mark || s_->lost; });
   check(context);
 }
 

@@ -111,6 +111,10 @@ class Device {
   void submit(WGPUCommandBuffer commands) const;
   // Blocks until all submitted work is done, then checks for errors.
   void wait_idle(const std::string& context = "waiting for the GPU") const;
+  // Marks the work submitted so far; wait_for(mark) blocks until that work is done (not any
+  // submitted after the mark), so the CPU can queue the next submit while the GPU runs this one.
+  uint64_t mark() const;
+  void wait_for(uint64_t mark, const std::string& context = "waiting for the GPU") const;
 
   // Maps a MapRead buffer and calls `read` with its bytes (waits).
   void map_read(WGPUBuffer buffer, uint64_t size, const std::function<void(const uint8_t*)>& read) const;

@@ -67,8 +67,19 @@ std::vector<float> FlowSampler::sample(const std::vector<float>& noise, const Sa
   // The euler step leaves the guided velocity in the output's first row; each step's is kept here.
   gpu::Buffer dump;
   if (velocities) dump = d.create_storage(uint64_t(o.steps) * bytes, "sampler velocities");
+  // Step i + 1 is recorded and queued while the GPU runs step i, so the GPU never waits for the
+  // CPU between steps. That is safe: its timestep and Euler parameters are queue writes, which the
+  // queue orders after step i's work.
+  auto last_done = std::chrono::steady_clock::now();
+  uint64_t in_flight = 0;  // the mark of the step before this one
+  auto finish = [&](int i) {
+    d.wait_for(in_flight, "ss-flow sampling step " + std::to_string(i));
+    const auto now = std::chrono::steady_clock::now();
+    const double secs = std::chrono::duration<double>(now - last_done).count();
+    last_done = now;
+    if (progress) progress({i, o.steps, ts[size_t(i)], ts[size_t(i + 1)], guided_at(ts[size_t(i)], o), secs});
+  };
   for (int i = 0; i < o.steps; i++) {
-    const auto start = std::chrono::steady_clock::now();
     const double t = ts[size_t(i)], t_next = ts[size_t(i + 1)];
     const bool guided = guided_at(t, o);
     const int B = guided ? 2 : 1;
@@ -81,10 +92,11 @@ std::vector<float> FlowSampler::sample(const std::vector<float>& noise, const Sa
     step_.record(rec);
     if (velocities) rec.copy(model_.output(), 0, dump, uint64_t(i) * bytes, bytes);
     rec.submit();
-    d.wait_idle("ss-flow sampling step " + std::to_string(i));
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (progress) progress({i, o.steps, t, t_next, guided, secs});
+    const uint64_t mark = d.mark();
+    if (i > 0) finish(i - 1);
+    in_flight = mark;
   }
+  finish(o.steps - 1);
   if (velocities) {
     const auto all = d.download_as<float>(dump);
     velocities->clear();

@@ -1,6 +1,6 @@
 // TRELLIS FlowEulerGuidanceIntervalSampler on the GPU: the latent stays on the device between
 // steps; each step is one submit (forward at batch 2 where guidance applies, else batch 1, then
-// the Euler update). Schedule in f64 as DESIGN.md specifies.
+// the Euler update), queued while the step before it runs. Schedule in f64 as DESIGN.md specifies.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,7 @@ struct StepReport {
   int step, steps;
   double t, t_next;
   bool guided;
-  double seconds;  // wall time of the step, GPU work included
+  double seconds;  // wall time from the previous step's end (or the start) to this step's end
 };
 
 class FlowSampler {
