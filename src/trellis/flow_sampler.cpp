@@ -87,8 +87,9 @@ std::vector<float> FlowSampler::sample(const std::vector<float>& noise, const Sa
     const kernels::EulerParams p{uint32_t(N * Cin), guided ? 1u : 0u, float(t - t_next), float(o.cfg_strength)};
     d.upload(params_, 0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&p), sizeof(p)));
     gpu::Recorder rec(d, profiler);
-    for (int b = 0; b < B; b++) rec.copy(x_, 0, model_.input(), uint64_t(b) * bytes, bytes);
-    model_.record_forward(rec, B);
+    rec.copy(x_, 0, model_.input(), 0, bytes);
+    if (guided) model_.record_guided_forward(rec);
+    else model_.record_forward(rec, 1);
     step_.record(rec);
     if (velocities) rec.copy(model_.output(), 0, dump, uint64_t(i) * bytes, bytes);
     rec.submit();

@@ -208,7 +208,9 @@ void SsFlowModel::build_graphs() {
     push_small_output(mm_args(b_->temb_a, C, w_->t2, b_->temb, C, B), "t_embedder.mlp.2");
     g.push_back(kernels::activation(K, kernels::Activation::Silu, b_->temb, B * C, "adaLN.silu"));
     if (!w_->blocks.empty()) push_small_output(mm_args(b_->temb, C, w_->ada, b_->mods, mod_stride(), B), "adaLN_modulation");
+    timestep_end_[bi] = g.size();
     push_matmul(mm_args(b_->x, uint32_t(config_.in_channels), w_->input, b_->h, C, T, Epilogue::AddRows, &w_->pos), "input_layer+pos_emb");
+    context_free_end_[bi] = g.size();
     // Block i's modulation chunk k (0..5: shift, scale, gate of the attention, then of the MLP) in mods.
     auto mod = [&](size_t i, uint32_t k) { return uint32_t(6 * i + k) * C; };
     auto norm = [&](const gpu::Buffer* mods, uint32_t shift, uint32_t scale, const gpu::Buffer* wgt, const gpu::Buffer* bias,
@@ -230,6 +232,7 @@ void SsFlowModel::build_graphs() {
                                          "self_attn.qk_rms_norm"));
       for (auto& d : kernels::flash_attention_dispatches(K, self_attention_args(B), "self_attn.flash")) g.push_back(std::move(d));
       push_square(mm_args(b_->att, C, w.self_out, b_->h, C, T, Epilogue::GatedResidual, &b_->mods, mod(i, 2)), "self_attn.to_out+gate");
+      if (i == 0) context_free_end_[bi] = g.size();
       // x += CrossAttn(norm2(x), cond)
       g.push_back(norm(nullptr, 0, 0, &w.norm2_w, &w.norm2_b, 1e-6f, "norm2"));
       push_square(mm_args(b_->hn, C, w.q, b_->qkv, C, T), "cross_attn.to_q");
@@ -319,6 +322,20 @@ void SsFlowModel::record_forward(gpu::Recorder& rec, int batch) const {
   if (batch != 1 && batch != 2) throw Error("ss-flow runs at batch 1 or 2, not " + std::to_string(batch), "ss-flow forward");
   if (ctx_tokens_ == 0) throw Error("no context set", "ss-flow forward", "call set_context first");
   for (const auto& k : graph_[batch - 1]) k.record(rec);
+}
+
+void SsFlowModel::record_guided_forward(gpu::Recorder& rec) const {
+  if (ctx_tokens_ == 0) throw Error("no context set", "ss-flow forward", "call set_context first");
+  const auto &one = graph_[0], &two = graph_[1];
+  // Both rows' modulations (the timesteps are set for 2 rows), then row 0 alone up to the context.
+  for (size_t i = 0; i < timestep_end_[1]; i++) two[i].record(rec);
+  for (size_t i = timestep_end_[0]; i < context_free_end_[0]; i++) one[i].record(rec);
+  // Row 0's hidden state to row 1, through hn (a buffer copies to another, not to itself; the next
+  // dispatch, a norm, overwrites hn).
+  const uint64_t row = uint64_t(config_.tokens() * config_.model_channels) * 4;
+  rec.copy(b_->h, 0, b_->hn, 0, row);
+  rec.copy(b_->hn, 0, b_->h, row, row);
+  for (size_t i = context_free_end_[1]; i < two.size(); i++) two[i].record(rec);
 }
 
 std::vector<float> SsFlowModel::forward(const std::vector<float>& x, const std::vector<double>& t, gpu::Profiler* profiler) {

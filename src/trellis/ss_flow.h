@@ -99,6 +99,10 @@ class SsFlowModel {
   const gpu::Buffer& output() const;
   void set_timesteps(const std::vector<double>& t) const;  // t in [0, 1]; the model sees 1000 t
   void record_forward(gpu::Recorder& rec, int batch) const;
+  // A guided sampler step: batch 2 whose two rows hold the same latent at the same timestep (only
+  // row 0 of the input is read). The context first enters at block 0's cross attention, so what
+  // comes before it is computed once, at batch 1, and copied to row 1.
+  void record_guided_forward(gpu::Recorder& rec) const;
 
   // One forward from host data: x [B][in_channels][tokens] (latent layout), t [B] (B = 1 or 2),
   // context as set. Returns [B][out_channels][tokens].
@@ -123,6 +127,9 @@ class SsFlowModel {
   std::unique_ptr<Weights> w_;
   std::unique_ptr<Buffers> b_;
   std::vector<kernels::Dispatch> graph_[2];  // batch 1, batch 2
+  // Per graph: where the timestep-only dispatches (embedding, adaLN) end, and where block 0's self
+  // attention ends (the last dispatch before the context is read).
+  size_t timestep_end_[2] = {}, context_free_end_[2] = {};
 };
 
 // Latent layout [C][tokens] <-> token-major [tokens][C], for one batch row.
