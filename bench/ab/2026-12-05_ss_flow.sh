@@ -2,7 +2,8 @@
 # session's untimed options in one run (it had no GPU). Batch-1 self attention over 2 and 4 key ranges;
 # the oct kernel's lazy rescale and per-key PV; the cross attention's keys per tile; the batch-2 matmuls
 # with a partial last wave at other geometries (--matmul-override); the default again (drift); then
-# the full default run (steps now queued one ahead), one full run with a guessed combination, and the
+# the full default run (steps now queued one ahead; a guided step's
+# context-free prefix at batch 1), one full run with a guessed combination, and the
 # ss-flow kernel tests on the H200's 32-lane subgroups.
 for v in "" "--attn-key-splits 2" "--attn-key-splits 4" "--attn-lazy-rescale" "--attn-fused-pv" \
          "--attn-lazy-rescale --attn-fused-pv" "--attn-key-splits 2 --attn-lazy-rescale" \
