@@ -110,6 +110,9 @@ void add_bench_ss_flow(CLI::App& bench) {
   cmd->add_option("--mlp0-rows", o->mo.mlp0_rows_per_thread, "mlp.0 outputs per thread along rows (8 or 16)")
       ->check(CLI::IsMember({8, 16}))
       ->capture_default_str();
+  cmd->add_option("--mlp2-rows", o->mo.mlp2_rows_per_thread, "mlp.2 at batch 2: outputs per thread along rows (8 or 16)")
+      ->check(CLI::IsMember({8, 16}))
+      ->capture_default_str();
   cmd->add_option("--matmul-rows", o->mo.matmul.rows_per_thread, "qmatmul outputs per thread along rows (8 or 16)")
       ->check(CLI::IsMember({8, 16}))
       ->capture_default_str();
@@ -126,7 +129,8 @@ void add_bench_ss_flow(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--cross-attn-keys", o->mo.cross_attention_keys, "quad, oct: keys per tile of the cross attention (a multiple of 8)")
       ->capture_default_str();
-  cmd->add_flag("--attn-lazy-rescale", o->mo.attention_lazy_rescale, "oct: rescale only when a running max grows by more than 2^8");
+  cmd->add_flag("--attn-lazy-rescale,!--attn-no-lazy-rescale", o->mo.attention_lazy_rescale,
+                "oct: rescale only when a running max grows by more than 2^8 (the default; --attn-no-lazy-rescale: at every new max)");
   cmd->add_flag("--attn-fused-pv", o->mo.attention_fused_pv, "oct: each key's exponentials gathered and used at once");
   cmd->add_option("--attention", o->attention, "flash attention variant: plain, quad (4 queries per lane quad), oct (8 per lane octet; the default) or tiled (FA2-style register tiles)")
       ->check(CLI::IsMember({"plain", "quad", "oct", "tiled"}));
@@ -197,6 +201,7 @@ void add_bench_ss_flow(CLI::App& bench) {
                         {"fuse_gelu", used.fuse_gelu}, {"mlp2_k_splits", used.mlp2_k_splits}, {"square_k_splits", used.square_k_splits},
                         {"matmul_geometry", dims(used.matmul)}, {"matmul_vec4", used.matmul.vec4}, {"matmul_prefetch", used.matmul.prefetch},
                         {"matmul_rows_per_thread", used.matmul.rows_per_thread}, {"mlp0_rows_per_thread", used.mlp0_rows_per_thread},
+                        {"mlp2_rows_per_thread", used.mlp2_rows_per_thread},
                         {"narrow_matmul", used.narrow_matmul ? dims(*used.narrow_matmul) : dims(used.matmul)},
                         {"matmul_overrides", o->matmul_overrides}};
     std::string text;

@@ -256,6 +256,7 @@ void SsFlowModel::build_graphs() {
       }
       auto mlp2 = mm_args(b_->mlp, F, w.mlp2, b_->h, C, T, Epilogue::GatedResidual, &b_->mods, mod(i, 5));
       mlp2.geometry.k_splits = mlp2_splits(B);
+      if (B == 2) mlp2.geometry.rows_per_thread = options_.mlp2_rows_per_thread;
       push_matmul(mlp2, "mlp.2+gate");
     }
     g.push_back(norm(nullptr, 0, 0, nullptr, nullptr, 1e-5f, "final_norm"));

@@ -41,6 +41,9 @@ struct SsFlowOptions {
   // mlp.0 (3072 rows) at 16 rows a thread. H200 (2026-12-04): 13.9 -> 12.9 ms per batch-2 forward,
   // 7.1 -> 6.6 at batch 1; the other shapes were no faster (to_qkv, the C x C ones slower).
   uint32_t mlp0_rows_per_thread = 16;
+  // mlp.2 (768 rows, K = 3072) at batch 2 at 16 rows a thread (half the output tiles, each split
+  // in mlp2_k_splits). H100 (2026-12-05): 14.3 -> 13.3 ms per batch-2 forward. Batch 1 keeps 8.
+  uint32_t mlp2_rows_per_thread = 16;
   // Flash attention: the oct variant where the device has subgroups of a multiple of 8 lanes, else
   // quad where it has subgroups, else plain; or the tiled one where asked for (its geometry shrunk
   // to fit the device's workgroup memory). H200, batch 2 (2026-12-04): self attention 45.2 ms per
@@ -53,13 +56,19 @@ struct SsFlowOptions {
   uint32_t attention_keys = 32;      // quad, oct: keys per workgroup-memory tile (oct: 16 and 64 slower)
   // oct: the batch-1 self attention's keys split over this many workgroups per query block (merged
   // after), so it launches as many workgroups as batch 2 at batch 2's queries per workgroup; 1: half
-  // the queries per workgroup instead (see SsFlowModel::self_attention_args). 2 is predicted ~3 ms
-  // faster per batch-1 forward but not yet measured (no GPU in the tenth session): 1 stays the default.
-  uint32_t attention_key_splits = 1;
-  // oct variants, not yet measured: rescale the accumulators only when a running max grows by more
-  // than 2^8 (skips ~9 of ~175 instructions a key); each key's exponentials gathered and used at once.
-  bool attention_lazy_rescale = false, attention_fused_pv = false;
-  uint32_t cross_attention_keys = 32;  // quad, oct: keys per tile of the cross attention (77 context tokens)
+  // the queries per workgroup instead (see SsFlowModel::self_attention_args). H100 (2026-12-05):
+  // batch-1 self attention 22.4 ms per forward with 1, 19.2 with 2, 19.5 with 4.
+  uint32_t attention_key_splits = 2;
+  // oct: rescale the accumulators only when a running max grows by more than 2^8 (skips ~9 of ~175
+  // instructions a key). H100 (2026-12-05): self attention 22.4 -> 21.7 ms per batch-1 forward,
+  // 37.7 -> 37.2 at batch 2.
+  bool attention_lazy_rescale = true;
+  // oct: each key's exponentials gathered and used at once. H100 (2026-12-05): slower (batch 1
+  // 22.4 -> 24.1 ms, batch 2 37.7 -> 38.1).
+  bool attention_fused_pv = false;
+  // quad, oct: keys per tile of the cross attention (77 context tokens: 40 computes 80). H100
+  // (2026-12-05), batch 2: 1.47 ms per forward at 32, 1.33 at 40, 1.66 at 80, 1.48 at 16.
+  uint32_t cross_attention_keys = 40;
   // quad, oct: the next K/V tile read into registers during the current one. H200, batch 2: quad
   // self attention 49.3 -> 47.0 ms per forward (BQ 64 or BK 64 with it: 53-54 ms); oct: 39.3 -> 38.8,
   // at batch 1 27.9 -> 22.8.
