@@ -18,9 +18,9 @@ namespace {
 uint32_t argmax(const std::vector<float>& v) { return static_cast<uint32_t>(std::max_element(v.begin(), v.end()) - v.begin()); }
 
 std::vector<uint32_t> generate(llm::Generator& g, std::span<const uint32_t> prompt, const llm::SamplingOptions& s, uint32_t n,
-                               uint32_t in_flight) {
+                               uint32_t in_flight, uint32_t per_submit = 1) {
   std::vector<uint32_t> out;
-  g.generate(prompt, s, {.max_tokens = n, .in_flight = in_flight}, [&](uint32_t id) {
+  g.generate(prompt, s, {.max_tokens = n, .in_flight = in_flight, .steps_per_submit = per_submit}, [&](uint32_t id) {
     out.push_back(id);
     return true;
   });
@@ -44,10 +44,14 @@ TEST(Generate, GreedyTokensEqualTheReference) {
     expect.push_back(argmax(logits));
     logits = ref.step(expect.back());
   }
-  for (uint32_t depth : {1u, 4u}) {
-    llm::Generator gen(model);
+  // Several steps per submit: each step's position and sampler parameters reach it through its
+  // own ring slot (a shared slot would give every step of a submit the last one's position).
+  // A fresh sequence of the model each time: no ids left in its token buffer by an earlier run.
+  for (auto [depth, per_submit] : {std::pair{1u, 1u}, {4u, 1u}, {4u, 2u}, {8u, 4u}, {8u, 8u}}) {
+    llm::Lfm2Model fresh(model, {.prefill_chunk = 16, .quiet = true});
+    llm::Generator gen(fresh);
     gen.reset();
-    EXPECT_EQ(generate(gen, prompt, kGreedy, 12, depth), expect) << "in_flight " << depth;
+    EXPECT_EQ(generate(gen, prompt, kGreedy, 12, depth, per_submit), expect) << "in_flight " << depth << ", per submit " << per_submit;
   }
 }
 
@@ -62,6 +66,8 @@ TEST(Generate, SameSeedSameTokens) {
   gen.reset();
   auto b = generate(gen, prompt, s, 16, 2);
   EXPECT_EQ(a, b);
+  gen.reset();
+  EXPECT_EQ(generate(gen, prompt, s, 16, 8, 8), a);  // the RNG counter and penalty window per step
   s.seed = 43;
   gen.reset();
   EXPECT_NE(generate(gen, prompt, s, 16, 4), a);

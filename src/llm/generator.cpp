@@ -19,6 +19,7 @@ Generator::Generator(Lfm2Model& model, uint32_t sample_vocab)
   const auto& device = model.device();
   sampler_ = std::make_unique<kernels::Sampler>(model.kernels(), sampler_config(sample_vocab_));
   params_ = device.create_storage(sizeof(kernels::SamplerParams), "sampler.params");
+  params_ring_ = device.create_storage(Lfm2Model::kStepRing * sizeof(kernels::SamplerParams), "sampler.params_ring");
   groups_ = sampler_->bind({&model.logits()}, {&model.tokens()}, {&params_});
 }
 
@@ -29,6 +30,7 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   sampling.validate();
   const auto& device = model_.device();
   const uint32_t depth = std::max<uint32_t>(1, options.in_flight);
+  const uint32_t batch = std::clamp<uint32_t>(options.steps_per_submit, 1, std::min(depth, Lfm2Model::kStepRing));
   const uint64_t logits_bytes = options.on_logits ? uint64_t(model_.vocab()) * 4 : 0;
   if (readback_bytes_ != 256 + logits_bytes) {
     readback_.clear();
@@ -46,9 +48,9 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   if (feed.empty()) throw Error("nothing to generate from: the prompt is empty", "generate", "give a prompt");
   model_.prefill(feed);
 
-  // One submit per step: [decode the previous id (not for the first step)] + sample the next id
-  // into tokens[position] + copy it to a read-back buffer. The sampler reads the logits the
-  // decode just wrote; the next decode reads the id the sampler just wrote.
+  // A step: [decode the previous id (not for the first step)] + sample the next id into
+  // tokens[position] + copy it to a read-back buffer. The sampler reads the logits the decode just
+  // wrote; the next decode reads the id the sampler just wrote. Up to `batch` steps per submit.
   struct InFlight {
     uint32_t slot;  // readback buffer index
     bool mapped = false, ready = false;
@@ -58,18 +60,19 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   bool stop = false;
   Clock::time_point first_token_at{};
   const uint32_t capacity = model_.capacity();
-  auto submit_step = [&](bool decode_previous) {
-    gpu::Recorder rec(device);
+  auto record_step = [&](gpu::Recorder& rec, bool decode_previous) {
     if (decode_previous) model_.record_decode(rec);
     const uint32_t pos = model_.position();
-    kernels::upload_params(device, params_, sampling.gpu_params(sample_vocab_, pos, submitted));
+    const auto params = sampling.gpu_params(sample_vocab_, pos, submitted);
+    const uint64_t slot = uint64_t(submitted % Lfm2Model::kStepRing) * sizeof params;
+    device.upload(params_ring_, slot, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&params), sizeof params));
+    rec.copy(params_ring_, slot, params_, 0, sizeof params);
     if (sampling.greedy()) sampler_->record_greedy(rec, groups_);
     else sampler_->record_sample(rec, groups_);
     InFlight f{next_slot};
     next_slot = (next_slot + 1) % static_cast<uint32_t>(readback_.size());
     rec.copy(model_.tokens(), uint64_t(pos) * 4, readback_[f.slot], 0, 4);
     if (logits_bytes) rec.copy(model_.logits(), 0, readback_[f.slot], 256, logits_bytes);
-    rec.submit();
     flight.push_back(f);
   };
   auto start_map = [&](InFlight& f) {
@@ -83,9 +86,15 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
 
   auto can_submit = [&] { return !stop && submitted < std::max<uint32_t>(1, options.max_tokens) && model_.position() + 1 < capacity; };
   while (true) {
-    while (can_submit() && flight.size() < depth) {  // keep `depth` steps ahead
-      submit_step(submitted > 0);
-      submitted++;
+    // Keep up to `depth` steps ahead, sent `batch` at a time (the first step alone).
+    while (can_submit() && flight.size() + (submitted > 0 ? batch : 1) <= depth) {
+      gpu::Recorder rec(device);
+      const uint32_t n = submitted > 0 ? batch : 1;
+      for (uint32_t i = 0; i < n && can_submit(); i++) {
+        record_step(rec, submitted > 0);
+        submitted++;
+      }
+      rec.submit();
     }
     if (flight.empty()) break;
     InFlight& f = flight.front();

@@ -22,6 +22,11 @@ struct GenerateOptions {
   // is one the caller kept): what multi-turn chat needs. More hides the read-back latency; the
   // steps in flight at a stop are discarded, and the sequence cannot be continued.
   uint32_t in_flight = 4;
+  // Steps recorded into one submit once the first id is out (at most in_flight; the first step
+  // always goes alone, so the time to first token does not wait for a batch). Each submit costs
+  // the GPU a gap between command streams; batching shares it among the steps. A batch is sent
+  // once the steps in flight leave room for all of it.
+  uint32_t steps_per_submit = 2;
   // When set: called with each kept step's logits, f32 [vocab] over the model's whole vocabulary,
   // before on_token for that step. They are the logits the sampler read, before the repetition
   // penalty, temperature and any filtering. Unset, nothing is copied or read back.
@@ -62,6 +67,7 @@ class Generator {
   std::unique_ptr<kernels::Sampler> sampler_;
   kernels::Sampler::Groups groups_;
   gpu::Buffer params_;
+  gpu::Buffer params_ring_;  // step k's SamplerParams at slot k % Lfm2Model::kStepRing, copied to params_ in the stream
   std::vector<gpu::Buffer> readback_;  // per step in flight: the sampled id at 0, logits at 256 if asked
   uint64_t readback_bytes_ = 0;
   std::vector<uint32_t> pending_;

@@ -218,6 +218,7 @@ void Lfm2Model::build() {
   cur_id_ = device.create_storage(16, "decode.id");
   tokens_ = device.create_storage(uint64_t(capacity_) * 4 + 16, "tokens");
   step_ = kernels::create_step_buffer(device);
+  step_ring_ = device.create_storage(kStepRing * sizeof(kernels::StepParams), "decode.step_ring");
 
   const auto& cos = weights_->section("rope.cos_ext");
   const auto& sin = weights_->section("rope.sin_ext");
@@ -491,7 +492,10 @@ void Lfm2Model::record_decode(gpu::Recorder& rec) {
     throw Error("the context is full (" + std::to_string(capacity_) + " positions)", "decode",
                 "start a new conversation or use a pack with a larger maxTotalPositions");
   const size_t before = rec.dispatches();
-  upload_step(position_, 1);
+  const uint64_t slot = uint64_t(position_ % kStepRing) * sizeof(kernels::StepParams);
+  const kernels::StepParams step{.start = position_, .rows = 1};
+  device_.upload(step_ring_, slot, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&step), sizeof step));
+  rec.copy(step_ring_, slot, step_, 0, sizeof step);
   rec.copy(tokens_, uint64_t(position_) * 4, cur_id_, 0, 4);
   ops_->embed->record(rec, decode_embed_);
   record_layers(rec, 1, nullptr);

@@ -76,9 +76,11 @@ class Lfm2Model {
   using LogitRows = std::function<void(uint32_t first_position, std::span<const float> rows)>;
   void prefill_logits(std::span<const uint32_t> ids, const LogitRows& on_rows, uint32_t max_rows = 0);
 
-  // Records one decode step for the token at tokens()[position()] into `rec`, which the caller
-  // submits before recording the next step. Leaves the logits in logits(); advances position().
+  // Records one decode step for the token at tokens()[position()] into `rec`. Leaves the logits
+  // in logits(); advances position(). Several steps may go into one submit (up to kStepRing).
   void record_decode(gpu::Recorder& rec);
+  // Decode steps one submit may hold: each step's parameters have a slot of their own.
+  static constexpr uint32_t kStepRing = 64;
 
   const gpu::Buffer& logits() const { return logits_; }  // f32 [vocab]
   const gpu::Buffer& tokens() const { return tokens_; }  // u32 [capacity]: the sequence's ids
@@ -147,6 +149,9 @@ class Lfm2Model {
   gpu::BindGroup head_norm_;
   kernels::Bound head_mv_, decode_head_mv_, decode_embed_;
   gpu::Buffer logits_, tokens_, step_;
+  // Decode: step k's StepParams at slot k % kStepRing, copied into step_ inside the command stream
+  // (a queue write lands before the submit's commands, so steps sharing a submit cannot share it).
+  gpu::Buffer step_ring_;
   gpu::Buffer split_partials_;  // split-K prefill matmuls only
   std::shared_ptr<SequenceCaches> caches_;
 };

@@ -23,7 +23,8 @@ struct LlmBenchOptions {
   uint32_t gen = 256;                          // decode steps timed at each context
   std::vector<uint32_t> contexts{128, 1024, 2048};
   int repeats = 3;                             // timed runs after one warm-up (medians)
-  uint32_t in_flight = 4;                      // generator steps submitted ahead
+  uint32_t in_flight = llm::GenerateOptions{}.in_flight;                // generator steps submitted ahead
+  uint32_t steps_per_submit = llm::GenerateOptions{}.steps_per_submit;  // generator steps per submit
   bool profile = false;                        // per-kernel breakdown of a decode step per context
   uint32_t profile_steps = 4;                  // decode steps the breakdown averages
 };
