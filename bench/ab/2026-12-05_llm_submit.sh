@@ -1,6 +1,6 @@
 # Sourced by scripts/device_run.sh: `run:bench/ab/2026-12-05_llm_submit.sh`. The recorded tune
 # (bench/results/tuned_runtime.json) on the seed-shape pack; bench llm at contexts 128 and 2048 with
-# the generator's steps per submit 1 (the previous behaviour), 2 (the new default), 4 (8 in flight),
+# the generator's steps per submit 1 (the default), 2, 4 (8 in flight),
 # then 1 again (drift).
 rm -rf /tmp/submit_pack && cp -r "$(seed_pack)" /tmp/submit_pack && cp bench/results/tuned_runtime.json /tmp/submit_pack/runtime.json
 for v in "1 4" "2 4" "4 8" "1 4"; do
