@@ -2,8 +2,10 @@
 // dispatch runs in its own timed pass so the profile names every kernel.
 #pragma once
 
+#include <span>
 #include <string>
 
+#include "gpu/device.h"
 #include "gpu/kernel.h"
 
 namespace ember::gpu {
@@ -28,6 +30,14 @@ class Recorder {
   void dispatch_indirect(const Kernel& kernel, const BindGroup& group, const Buffer& args, uint64_t offset,
                          const std::string& region = "");
   void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t size);
+  // `value` lands in `dst` at this point of the command stream: a queue write into its own slot of
+  // `staging` (queue writes all land before the submit's commands), then a copy recorded here. What
+  // several steps of one submit read from the same `dst` each get their own staging slot.
+  template <typename T>
+  void write(const Buffer& staging, uint64_t slot_offset, const T& value, const Buffer& dst) {
+    device_.upload(staging, slot_offset, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&value), sizeof value));
+    copy(staging, slot_offset, dst, 0, sizeof value);
+  }
   void clear(const Buffer& buffer, uint64_t offset = 0, uint64_t size = WGPU_WHOLE_SIZE);
 
   // Ends recording and submits; the recorder may be used again afterwards.

@@ -63,10 +63,8 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   auto record_step = [&](gpu::Recorder& rec, bool decode_previous) {
     if (decode_previous) model_.record_decode(rec);
     const uint32_t pos = model_.position();
-    const auto params = sampling.gpu_params(sample_vocab_, pos, submitted);
-    const uint64_t slot = uint64_t(submitted % Lfm2Model::kStepRing) * sizeof params;
-    device.upload(params_ring_, slot, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&params), sizeof params));
-    rec.copy(params_ring_, slot, params_, 0, sizeof params);
+    rec.write(params_ring_, uint64_t(submitted % Lfm2Model::kStepRing) * sizeof(kernels::SamplerParams),
+              sampling.gpu_params(sample_vocab_, pos, submitted), params_);
     if (sampling.greedy()) sampler_->record_greedy(rec, groups_);
     else sampler_->record_sample(rec, groups_);
     InFlight f{next_slot};

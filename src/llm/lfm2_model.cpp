@@ -492,10 +492,7 @@ void Lfm2Model::record_decode(gpu::Recorder& rec) {
     throw Error("the context is full (" + std::to_string(capacity_) + " positions)", "decode",
                 "start a new conversation or use a pack with a larger maxTotalPositions");
   const size_t before = rec.dispatches();
-  const uint64_t slot = uint64_t(position_ % kStepRing) * sizeof(kernels::StepParams);
-  const kernels::StepParams step{.start = position_, .rows = 1};
-  device_.upload(step_ring_, slot, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&step), sizeof step));
-  rec.copy(step_ring_, slot, step_, 0, sizeof step);
+  rec.write(step_ring_, uint64_t(position_ % kStepRing) * sizeof(kernels::StepParams), kernels::StepParams{.start = position_, .rows = 1}, step_);
   rec.copy(tokens_, uint64_t(position_) * 4, cur_id_, 0, 4);
   ops_->embed->record(rec, decode_embed_);
   record_layers(rec, 1, nullptr);
