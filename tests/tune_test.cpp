@@ -69,7 +69,11 @@ TEST(Tune, ShortBudgetWritesAValidRuntimeThatMatchesTheReference) {
   fs::path dir = test::with_candidate(test::lfm2_test_pack("tiny"), scratch("plain"), nlohmann::json::object());
   const std::string before = read_file(dir / "runtime.json");
   auto r = tune_into(dir, 2.0);
-  EXPECT_LT(r.seconds, 2.0 + 1.5) << "budget not respected";
+  // The search stops at its deadlines; the measurement in flight and the reference checks after
+  // may run over. On lavapipe beside another test (ctest -j2) and a build that overrun reached
+  // 1.51 s (2026-12-05), 3.0 s under a heavier build (2026-12-04); the whole search of this pack
+  // takes over 10 minutes there, so three times the budget still catches a search that ignores it.
+  EXPECT_LT(r.seconds, 3 * 2.0) << "budget not respected";
   EXPECT_EQ(r.matvec.size(), 7u);
   for (const auto& m : r.matvec) {
     EXPECT_GT(m.reference.us, 0) << m.shape.key;
