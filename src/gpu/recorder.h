@@ -4,6 +4,7 @@
 
 #include <span>
 #include <string>
+#include <type_traits>
 
 #include "gpu/device.h"
 #include "gpu/kernel.h"
@@ -35,7 +36,8 @@ class Recorder {
   // several steps of one submit read from the same `dst` each get their own staging slot.
   template <typename T>
   void write(const Buffer& staging, uint64_t slot_offset, const T& value, const Buffer& dst) {
-    device_.upload(staging, slot_offset, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&value), sizeof value));
+    static_assert(std::is_trivially_copyable_v<T> && sizeof(T) % 4 == 0);
+    device_.upload(staging, std::span<const T>(&value, 1), slot_offset);
     copy(staging, slot_offset, dst, 0, sizeof value);
   }
   void clear(const Buffer& buffer, uint64_t offset = 0, uint64_t size = WGPU_WHOLE_SIZE);

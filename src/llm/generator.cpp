@@ -85,9 +85,10 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   auto can_submit = [&] { return !stop && submitted < std::max<uint32_t>(1, options.max_tokens) && model_.position() + 1 < capacity; };
   while (true) {
     // Keep up to `depth` steps ahead, sent `batch` at a time (the first step alone).
-    while (can_submit() && flight.size() + (submitted > 0 ? batch : 1) <= depth) {
-      gpu::Recorder rec(device);
+    while (can_submit()) {
       const uint32_t n = submitted > 0 ? batch : 1;
+      if (flight.size() + n > depth) break;
+      gpu::Recorder rec(device);
       for (uint32_t i = 0; i < n && can_submit(); i++) {
         record_step(rec, submitted > 0);
         submitted++;
