@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "common/error.h"
 #include "gpu_fixture.h"
@@ -290,4 +291,51 @@ TEST(Lfm2Engine, SeedShapeDecodeNormsQkInsideTheAttention) {
     EXPECT_EQ(m.decode_dispatches(), expected) << (fused ? "fused" : "qkInAttention false");
     fs::remove_all(dir);
   }
+}
+
+// Candidate residualMlpWorkgroups: each layer's out projection, ffn norm and MLP run as one
+// dispatch of that many workgroups (kernels::ResidualMlpQ4), 2 dispatches fewer per layer, and
+// the logits still follow the reference over prompt and greedy decode (several steps: the scratch
+// words' tag parity alternates). Two workgroups wait for each other's words (lavapipe runs them on
+// its two cores).
+TEST(Lfm2Engine, ResidualMlpInOneDispatchMatchesReference) {
+  fs::path dir = fs::temp_directory_path() / "ember_residual_mlp" / std::to_string(getpid());
+  const uint32_t workgroups = std::thread::hardware_concurrency() >= 2 ? 2 : 1;
+  auto p = test::with_candidate(test::lfm2_test_pack("tiny"), dir, {{"residualMlpWorkgroups", workgroups}});
+  check_against_reference(p, 6, 10, /*check_tokens=*/true);
+  auto pk = formats::LlmPack::open(p);
+  llm::Lfm2Model m(test::test_device(), test::test_kernels(), pk, {.prefill_chunk = 8, .quiet = true});
+  ASSERT_TRUE(m.residual_mlp()) << (m.choices().warnings.empty() ? "" : m.choices().warnings.back());
+  m.prefill(prompt_ids(m.vocab(), 3, 1));
+  const uint32_t blocks = m.choices().blocks_for(m.position() + 1);
+  decode(m, 1);
+  size_t expected = 2;
+  for (auto t : pk.shape().layer_types) expected += t == formats::LayerType::Conv ? 2 : 3 + (blocks == 1 ? 1 : 2);
+  EXPECT_EQ(m.decode_dispatches(), expected);
+  EXPECT_FALSE(m.residual_mlp_failed());
+  fs::remove_all(dir);
+}
+
+// The seed shape's matrices (hidden 1024, ffn 2560: three blocks a lane in down) through the one
+// dispatch give the separate dispatches' logits; on a GPU with a grid of 64 workgroups.
+TEST(Lfm2Engine, SeedShapeResidualMlpKeepsTheLogits) {
+  const bool cpu = test::test_device().adapter().type == "CPU";
+  const uint32_t workgroups = !cpu ? 64 : std::thread::hardware_concurrency() >= 2 ? 2 : 1;
+  fs::path dir = fs::temp_directory_path() / "ember_residual_mlp_seed" / std::to_string(getpid());
+  int runs = 0;
+  auto run = [&](nlohmann::json extra) {
+    auto pk = formats::LlmPack::open(test::with_candidate(test::lfm2_test_pack("seed"), dir / std::to_string(runs++), extra));
+    llm::Lfm2Model m(test::test_device(), test::test_kernels(), pk, {.prefill_chunk = 8, .quiet = true});
+    m.prefill(prompt_ids(m.vocab(), 5, 4));
+    std::vector<float> logits;
+    for (uint32_t id : {5u, 9u, 3u}) logits = decode(m, id);
+    EXPECT_FALSE(m.residual_mlp_failed());
+    return std::make_pair(logits, m.residual_mlp());
+  };
+  auto [separate, separate_on] = run(nlohmann::json::object());
+  auto [fused, fused_on] = run({{"residualMlpWorkgroups", workgroups}});
+  EXPECT_FALSE(separate_on);
+  EXPECT_TRUE(fused_on);
+  EXPECT_LT(test::rel_l2(fused, separate), 1e-5);
+  fs::remove_all(dir);
 }

@@ -17,13 +17,16 @@ struct StepParams {
   uint32_t start = 0;  // position of the first token of this step (decode: the token's position)
   uint32_t rows = 0;   // T, the number of tokens this step processes (informational; record() gets T)
   uint32_t seq = 0;    // batched decode: the sequence (activation row, cache slot) of this entry
-  uint32_t pad0 = 0;
+  // Counts a model's decode steps from 1 (wraps). Kernels whose scratch words carry a generation
+  // tag (residual_mlp_q4.wgsl) take it from its parity: each step writes every tagged word once.
+  uint32_t decode_step = 0;
 };
 static_assert(sizeof(StepParams) == 16);
 
-// A 16-byte storage buffer holding one StepParams.
+// A 16-byte buffer holding one StepParams, bindable as storage or as a uniform.
 inline gpu::Buffer create_step_buffer(const gpu::Device& device, const std::string& label = "step") {
-  gpu::Buffer b = device.create_storage(sizeof(StepParams), label);
+  gpu::Buffer b = device.create_buffer(sizeof(StepParams),
+                                       WGPUBufferUsage_Storage | WGPUBufferUsage_Uniform | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst, label);
   StepParams p{};
   device.upload(b, 0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&p), sizeof p));
   return b;

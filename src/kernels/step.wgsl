@@ -7,5 +7,5 @@ struct Step {
   start: u32,  // position of token 0 of this step
   rows: u32,   // T (informational)
   seq: u32,    // the sequence of this entry (0 outside batched decode)
-  pad0: u32,
+  decode_step: u32,  // a model's decode steps from 1 (residual_mlp_q4.wgsl's tag parity)
 }

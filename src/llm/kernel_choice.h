@@ -50,6 +50,12 @@ struct KernelChoices {
   // Threads of the one-block decode attention (candidate extra key `flashDirectWorkgroup`, written
   // by `ember tune`); 0 = the kernel default (kernels::kDefaultDirectWorkgroup).
   uint32_t flash_direct_workgroup = 0;
+  // Decode: each layer's out projection and MLP as one dispatch of this many workgroups, which
+  // wait for each other's words instead of dispatch boundaries (kernels::ResidualMlpQ4; candidate
+  // extra key `residualMlpWorkgroups`, written by `ember tune`); 0 = three matvec dispatches. The
+  // model checks once on the device that the grid runs all at once, and falls back otherwise.
+  uint32_t residual_mlp_workgroups = 0;
+  uint32_t residual_mlp_tiles_held = 8;  // candidate extra key `residualMlpTilesHeld` (ResidualMlpConfig::tiles_held)
   std::vector<std::string> warnings;
 
   // The down copy that is this run's model weight (DESIGN.md "One model, one set of weights").

@@ -14,6 +14,7 @@
 #include "kernels/matvec_q4.h"
 #include "kernels/mlp_q4.h"
 #include "kernels/qk_norm_rope_kv.h"
+#include "kernels/residual_mlp_q4.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/step.h"
@@ -39,6 +40,7 @@ struct Lfm2Model::Ops {
   std::map<std::string, kernels::MatvecQ4> matvec;   // by shape key (decode; the norm/gate fusions applied)
   std::optional<kernels::MatvecQ4> prefill_head;     // the head without prefetch, where decode's prefetches
   std::map<std::string, kernels::MatmulQ4> matmul;   // by shape key (prefill)
+  std::map<uint32_t, kernels::ResidualMlpQ4> residual_mlp;  // by out-projection cols (decode, residual_mlp_)
 };
 
 // Bind groups of one layer that do not depend on the number of tokens.
@@ -54,6 +56,7 @@ struct Lfm2Model::Layer {
   kernels::Bound mix_in_mv, mix_out_mv, gate_up_mv, down_mv;  // decode matvecs
   bool decode_norm_fused = false;                           // mix_in_mv / gate_up_mv / mlp read x itself
   kernels::MlpBound mlp;                                     // decode fused MLP (mlp_pair)
+  kernels::Bound residual_mlp;                               // decode mix_out + MLP (residual_mlp_)
 };
 
 // The matrix-matrix bind groups for chunks of T tokens (each bind carries its token count).
@@ -322,7 +325,64 @@ void Lfm2Model::build() {
     head_mv_ = prefill_head.bind(head, {&h_last_}, {&logits_});
   }
   decode_embed_ = o.embed->bind(weights_->matrix("embed", V, H), {&cur_id_, 0, 4}, {&x_}, 1);
+  if (choices_.residual_mlp_workgroups) build_residual_mlp();
   device.check("building the LFM2 graph");
+}
+
+void Lfm2Model::build_residual_mlp() {
+  const auto& s = shape();
+  const uint32_t H = u32(s.hidden), F = u32(s.ffn), Q = u32(s.q_rows());
+  auto off = [&](const std::string& why) {
+    choices_.warnings.push_back("residualMlpWorkgroups " + std::to_string(choices_.residual_mlp_workgroups) + ": " + why +
+                                "; decode runs the out projection and the MLP as separate dispatches");
+    choices_.residual_mlp_workgroups = 0;
+    ops_->residual_mlp.clear();
+  };
+  if (choices_.mlp_pair || !choices_.norm_fuse) return off("needs the unfused MLP path with normFuse");
+  kernels::ResidualMlpConfig rc{.hidden = H, .ffn = F, .workgroups = choices_.residual_mlp_workgroups, .tiles_held = choices_.residual_mlp_tiles_held,
+                                .eps = static_cast<float>(s.eps())};
+  try {
+    for (const Layer& l : layers_) {
+      rc.proj_cols = l.type == LayerType::Attention ? Q : H;
+      if (!ops_->residual_mlp.count(rc.proj_cols)) ops_->residual_mlp.emplace(rc.proj_cols, kernels::ResidualMlpQ4(kernels_, rc));
+    }
+  } catch (const Error& e) {
+    return off(e.what());
+  }
+  // Per layer: its own tagged words (each written once per step) and status word, 256-byte aligned.
+  const kernels::ResidualMlpQ4& any = ops_->residual_mlp.begin()->second;
+  residual_stride_ = (any.scratch_bytes() + 255) / 256 * 256;
+  residual_status_offset_ = any.status_offset();
+  residual_scratch_ = device_.create_storage(residual_stride_ * layers_.size(), "decode.residual_mlp.scratch");
+  auto bind = [&](const Layer& l, gpu::Binding x, gpu::Binding scratch, gpu::Binding step) {
+    const bool attn = l.type == LayerType::Attention;
+    return ops_->residual_mlp.at(attn ? Q : H)
+        .bind(l.mix_out, l.gate_up, l.down, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, x,
+              {&weights_->section(l.prefix + "mlp.gate_up.norm")}, scratch, step);
+  };
+  // The probe: one step of layer 0 on scratch of its own, waiting for its words at decode_step 1.
+  // A grid the device cannot hold at once gives up its waits and sets the status word.
+  gpu::Buffer probe_scratch = device_.create_storage(residual_stride_, "residual_mlp.probe.scratch");
+  gpu::Buffer probe_step = kernels::create_step_buffer(device_, "residual_mlp.probe.step");
+  kernels::upload_step(device_, probe_step, kernels::StepParams{.decode_step = 1});
+  const Layer& first = layers_.front();
+  kernels::Bound probe = bind(first, {&h_}, {&probe_scratch}, {&probe_step});
+  gpu::Recorder rec(device_);
+  ops_->residual_mlp.at(first.type == LayerType::Attention ? Q : H).record(rec, probe);
+  rec.submit();
+  if (device_.download_as<uint32_t>(probe_scratch, residual_status_offset_, 1)[0] != 0)
+    return off("its " + std::to_string(choices_.residual_mlp_workgroups) + " workgroups do not all run at once on this device");
+  for (size_t i = 0; i < layers_.size(); i++)
+    layers_[i].residual_mlp = bind(layers_[i], {&x_, 0, uint64_t(H) * 4}, {&residual_scratch_, residual_stride_ * i, residual_stride_}, {&step_});
+  residual_mlp_ = true;
+}
+
+bool Lfm2Model::residual_mlp_failed() const {
+  if (!residual_mlp_) return false;
+  const auto words = device_.download_as<uint32_t>(residual_scratch_);
+  for (size_t i = 0; i < layers_.size(); i++)
+    if (words[(residual_stride_ * i + residual_status_offset_) / 4] != 0) return true;
+  return false;
 }
 
 Lfm2Model::~Lfm2Model() = default;
@@ -402,6 +462,10 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
     } else {
       if (!decode) o.conv_prefill->record(rec, l.conv_prefill, T);
       else if (!conv_step_fused_) o.conv_decode->record(rec, l.conv_decode, T);  // else in the in_proj matvec
+    }
+    if (decode && residual_mlp_) {  // mix_out, the ffn norm and the MLP in one dispatch
+      o.residual_mlp.at(l.type == LayerType::Attention ? u32(shape().q_rows()) : u32(shape().hidden)).record(rec, l.residual_mlp);
+      continue;
     }
     if (decode) o.matvec.at(l.mix_out_key).record(rec, l.mix_out_mv);
     else o.matmul.at(l.mix_out_key).record(rec, chunk->mix_out[i]);
@@ -492,7 +556,9 @@ void Lfm2Model::record_decode(gpu::Recorder& rec) {
     throw Error("the context is full (" + std::to_string(capacity_) + " positions)", "decode",
                 "start a new conversation or use a pack with a larger maxTotalPositions");
   const size_t before = rec.dispatches();
-  rec.write(step_ring_, uint64_t(position_ % kStepRing) * sizeof(kernels::StepParams), kernels::StepParams{.start = position_, .rows = 1}, step_);
+  decode_steps_++;  // from 1; wrapping keeps the parity alternating
+  rec.write(step_ring_, uint64_t(position_ % kStepRing) * sizeof(kernels::StepParams),
+            kernels::StepParams{.start = position_, .rows = 1, .decode_step = decode_steps_}, step_);
   rec.copy(tokens_, uint64_t(position_) * 4, cur_id_, 0, 4);
   ops_->embed->record(rec, decode_embed_);
   record_layers(rec, 1, nullptr);

@@ -93,6 +93,13 @@ class Lfm2Model {
   const kernels::MatvecQ4& prefill_head_matvec() const;  // the head as prefill's last token runs it
   const gpu::Kernel& prefill_attention_kernel() const;  // the causal attention kernel prefill runs
 
+  // Whether decode runs each layer's out projection and MLP as one dispatch (residual_mlp_workgroups
+  // in the choices, and the probe at load found the grid resident), and whether one of its waits
+  // has given up since (its workgroups were not all resident: the logits since are wrong; reads
+  // the status word back, so it waits for the GPU).
+  bool residual_mlp() const { return residual_mlp_; }
+  bool residual_mlp_failed() const;
+
   // Dispatches one decode step records (for benchmarks and floors).
   size_t decode_dispatches() const { return decode_dispatches_; }
   // Dispatches and submits (chunks) the last prefill recorded, all chunks together.
@@ -121,6 +128,7 @@ class Lfm2Model {
   struct Chunk;  // bind groups of the T-dependent (matrix-matrix) kernels for one chunk size T
 
   void build();
+  void build_residual_mlp();
 
   void upload_step(uint32_t start, uint32_t rows) const;
   void record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk);
@@ -141,6 +149,8 @@ class Lfm2Model {
   bool clear_state_ = true;
   bool conv_step_fused_ = false;  // the decode conv step runs in the conv in_proj matvec
   bool prefill_gated_ = false;    // the prefill gate_up matmul applies silu * up itself
+  bool residual_mlp_ = false;     // decode: out projection + MLP in one dispatch per layer
+  uint32_t decode_steps_ = 0;     // StepParams::decode_step of the last recorded decode
   size_t decode_dispatches_ = 0;
   size_t prefill_dispatches_ = 0, prefill_chunks_ = 0;
 
@@ -153,6 +163,9 @@ class Lfm2Model {
   // (a queue write lands before the submit's commands, so steps sharing a submit cannot share it).
   gpu::Buffer step_ring_;
   gpu::Buffer split_partials_;  // split-K prefill matmuls only
+  // residual_mlp: per layer (residual_stride_ bytes apart) its tagged words and status word.
+  gpu::Buffer residual_scratch_;
+  uint64_t residual_stride_ = 0, residual_status_offset_ = 0;
   std::shared_ptr<SequenceCaches> caches_;
 };
 

@@ -260,6 +260,11 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
   model.reset();
   generator.reset();
   device.check("bench llm");
+  res.residual_mlp_workgroups = model.residual_mlp() ? model.choices().residual_mlp_workgroups : 0;
+  if (model.residual_mlp_failed())
+    throw Error("a wait of the one-dispatch residual MLP gave up: its " + std::to_string(res.residual_mlp_workgroups) +
+                    " workgroups did not all run at once, so these decode figures are wrong",
+                "bench llm", "lower or remove the candidate's residualMlpWorkgroups");
   return res;
 }
 
@@ -317,6 +322,7 @@ nlohmann::json LlmBenchResult::to_json() const {
           {"prefill_gpu_tflops", prefill_gpu_ms > 0 ? prefill_flops / (prefill_gpu_ms * 1e9) : 0.0},
           {"prefill_profile", pk},
           {"dispatches_per_token", dispatches},
+          {"residual_mlp_workgroups", residual_mlp_workgroups},
           {"weight_bytes_per_token", weight_bytes},
           {"contexts", ctx}};
 }
@@ -344,7 +350,8 @@ std::string LlmBenchResult::table() const {
     out += line;
   }
   out += "\n";
-  std::snprintf(line, sizeof line, "per token: %zu dispatches, %.2f MB of weights\n", dispatches, weight_bytes / 1e6);
+  std::snprintf(line, sizeof line, "per token: %zu dispatches, %.2f MB of weights%s\n", dispatches, weight_bytes / 1e6,
+                residual_mlp_workgroups ? (", out projection + MLP in one dispatch of " + std::to_string(residual_mlp_workgroups) + " workgroups").c_str() : "");
   out += line;
   std::snprintf(line, sizeof line, "%8s %6s %10s %10s %10s %10s %9s %9s %10s %7s\n", "context", "steps", "tok/s", "GPU tok/s", "step us", "wall us", "GB/s",
                 "floor us", "floor t/s", "x floor");

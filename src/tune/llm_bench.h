@@ -70,6 +70,7 @@ struct LlmBenchResult {
   double prefill_tflops = 0;           // prefill_flops / prefill_ms (wall)
   std::vector<PrefillKernelCost> prefill_kernels;  // per-dispatch GPU profile of one prefill
   size_t dispatches = 0;               // per decode step (Lfm2Model::decode_dispatches)
+  uint32_t residual_mlp_workgroups = 0;  // the one-dispatch residual MLP's grid (0: off)
   uint64_t weight_bytes = 0;           // per decode step (Lfm2Model::decode_weight_bytes)
   std::string candidate_key, down_copy;
   std::vector<ContextBench> contexts;

@@ -1,0 +1,94 @@
+#include "kernels/residual_mlp_q4.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "common/error.h"
+
+namespace ember::kernels {
+namespace {
+
+struct ResidualMlpParams {  // mirrors `Params` in residual_mlp_q4.wgsl
+  float eps;
+  uint32_t pad0, pad1, pad2;
+};
+static_assert(sizeof(ResidualMlpParams) == 16);
+
+constexpr uint32_t kMaxHeld = 8;    // MAX_HELD in the kernel
+constexpr uint32_t kMaxPieces = 4;  // MAX_PIECES
+constexpr uint32_t kBindings = 10;  // storage buffers the kernel binds
+
+}  // namespace
+
+ResidualMlpQ4::ResidualMlpQ4(gpu::KernelCache& kernels, const ResidualMlpConfig& c) : kernels_(kernels), config_(c) {
+  const gpu::Device& device = kernels.device();
+  const std::string where = "residual_mlp_q4 hidden " + std::to_string(c.hidden) + " ffn " + std::to_string(c.ffn);
+  auto fail = [&](const std::string& what, const std::string& fix) { throw Error(what, where, fix); };
+  if (c.hidden == 0 || c.hidden % 32 != 0 || c.proj_cols == 0 || c.proj_cols % 32 != 0 || c.ffn == 0 || c.ffn % 4 != 0)
+    fail("shape hidden " + std::to_string(c.hidden) + ", proj_cols " + std::to_string(c.proj_cols) + ", ffn " + std::to_string(c.ffn) +
+             " is not supported",
+         "hidden and proj_cols positive multiples of 32, ffn a positive multiple of 4");
+  const uint32_t wg = c.workgroup_size, lanes = c.lanes;
+  if (wg == 0 || lanes == 0 || !std::has_single_bit(lanes) || wg % lanes != 0)
+    fail("workgroup " + std::to_string(wg) + " with " + std::to_string(lanes) + " lanes per row is not a valid geometry",
+         "lanes a power of two dividing the workgroup size");
+  if (c.tiles_held == 0) fail("tiles_held is 0", "hold at least one tile's weights");
+  if (c.workgroups == 0) fail("a grid of 0 workgroups", "give residualMlpWorkgroups >= 1 (or leave the fusion off)");
+  const WGPULimits& lim = device.limits();
+  if (wg > lim.maxComputeInvocationsPerWorkgroup || wg > lim.maxComputeWorkgroupSizeX)
+    fail("workgroup " + std::to_string(wg) + " exceeds this device's limit", "use a smaller workgroup");
+  if (c.workgroups > lim.maxComputeWorkgroupsPerDimension) fail("too many workgroups", "use at most maxComputeWorkgroupsPerDimension");
+  if (lim.maxStorageBuffersPerShaderStage < kBindings)
+    fail("the kernel binds " + std::to_string(kBindings) + " storage buffers; this device allows " + std::to_string(lim.maxStorageBuffersPerShaderStage),
+         "leave the fusion off on this device");
+  const uint32_t widest = std::max({c.proj_cols, c.hidden, c.ffn});
+  // Blocks a lane holds: ceil(blocks / lanes) per weight row, two rows (gate and up) in stage 1.
+  auto held = [&](uint32_t cols, uint32_t rows) { return (cols / 32 + lanes - 1) / lanes * rows; };
+  if (std::max({held(c.proj_cols, 1), held(c.hidden, 2), held(c.ffn, 1)}) > kMaxHeld || c.ffn % 32 != 0)
+    fail("a lane would hold more than " + std::to_string(kMaxHeld) + " weight blocks (or ffn is not a multiple of 32)",
+         "use more lanes per row");
+  if (c.ffn / 4 > kMaxPieces * wg || c.hidden / 4 > kMaxPieces * wg)
+    fail("an input would need more than " + std::to_string(kMaxPieces) + " pieces per lane", "use a larger workgroup");
+  const uint64_t shared = uint64_t(widest) * 4 + 2ull * wg * 4;
+  if (shared > lim.maxComputeWorkgroupStorageSize)
+    fail("needs " + std::to_string(shared) + " bytes of workgroup memory, above the device's " + std::to_string(lim.maxComputeWorkgroupStorageSize),
+         "use a smaller workgroup");
+  gpu::KernelKey key{.file = "residual_mlp_q4.wgsl",
+                     .constants = {{"WG", wg},
+                                   {"L", lanes},
+                                   {"H", c.hidden},
+                                   {"F", c.ffn},
+                                   {"CO", c.proj_cols},
+                                   {"SPIN", c.spin_limit},
+                                   {"TILES_HELD", c.tiles_held},
+                                   {"XS", widest / 4}}};
+  if (use_subgroups(device, c.reduction, where)) key.defines.insert("SUBGROUPS");
+  kernel_ = &kernels.get(key);
+}
+
+uint64_t ResidualMlpQ4::scratch_bytes() const { return status_offset() + 16; }
+uint64_t ResidualMlpQ4::status_offset() const { return (uint64_t(config_.hidden) + config_.ffn) * 4; }
+
+Bound ResidualMlpQ4::bind(const Q4Matrix& proj, const Q4Matrix& gate_up, const Q4Matrix& down, gpu::Binding y, gpu::Binding x,
+                          gpu::Binding norm_weight, gpu::Binding scratch, gpu::Binding step) const {
+  const ResidualMlpConfig& c = config_;
+  const std::string where = kernel_->label();
+  check_q4_matrix(proj, c.hidden, c.proj_cols, false, where);
+  check_q4_matrix(gate_up, 2 * c.ffn, c.hidden, false, where);
+  check_q4_matrix(down, c.hidden, c.ffn, false, where);
+  require_binding(y, uint64_t(c.proj_cols) * 4, "y", where);
+  require_binding(x, uint64_t(c.hidden) * 4, "x", where);
+  require_binding(norm_weight, uint64_t(c.hidden) * 4, "norm weight", where);
+  require_binding(scratch, scratch_bytes(), "scratch", where);
+  require_binding(step, 16, "step", where);
+  Bound b;
+  b.params = kernels_.device().create_uniform(ResidualMlpParams{c.eps, 0, 0, 0}, "residual_mlp_q4 params");
+  b.group = kernels_.bind(*kernel_, {proj.quant, proj.scales, gate_up.quant, gate_up.scales, down.quant, down.scales, y, x, norm_weight, scratch,
+                                     step, {&b.params}});
+  b.groups_x = c.workgroups;
+  return b;
+}
+
+void ResidualMlpQ4::record(gpu::Recorder& rec, const Bound& bound) const { rec.dispatch(*kernel_, bound.group, bound.groups_x, 1); }
+
+}  // namespace ember::kernels

@@ -1,0 +1,58 @@
+// The out projection and the gated MLP of a pre-norm residual block for one vector, in one
+// dispatch (residual_mlp_q4.wgsl): x += Wo y, then x += Wd (silu(Wg n(x)) * Wu n(x)) with n the
+// RMSNorm times its weight. A fixed grid of workgroups runs the three matvecs, waiting for each
+// other through tagged scratch words instead of dispatch boundaries. Every workgroup of the grid
+// must be resident at once: a graph checks that once on the device (a probe dispatch) before
+// relying on it.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/q4_matrix.h"
+
+namespace ember::kernels {
+
+struct ResidualMlpConfig {
+  uint32_t hidden = 0, ffn = 0;  // hidden a multiple of 32
+  uint32_t proj_cols = 0;        // the out projection's input width (a multiple of 32)
+  uint32_t workgroups = 0;       // the persistent grid (candidate extra key residualMlpWorkgroups)
+  uint32_t workgroup_size = 256;
+  uint32_t lanes = 32;           // lanes per row: a power of two dividing workgroup_size
+  // Tiles (workgroup_size / lanes rows) whose weights a lane loads at once, at most what 8 held
+  // blocks allow (candidate extra key residualMlpTilesHeld); 1 = a tile at a time.
+  uint32_t tiles_held = 8;
+  float eps = 1e-5f;
+  // Loads of one scratch word before a wait gives up and sets the status word (a grid that is not
+  // resident); ~1 s on a big GPU, well past any real wait.
+  uint32_t spin_limit = 1u << 20;
+  Reduction reduction = Reduction::best;
+};
+
+class ResidualMlpQ4 {
+ public:
+  // Validates the config against the device (throws ember::Error) and compiles the kernel.
+  ResidualMlpQ4(gpu::KernelCache& kernels, const ResidualMlpConfig& config);
+
+  // Scratch one bind needs: the tagged words of m and h, then the status word (status_offset(),
+  // nonzero once a wait gave up). Zeroed when created, never shared between binds of one step.
+  uint64_t scratch_bytes() const;
+  uint64_t status_offset() const;
+
+  // proj [hidden][proj_cols], gate_up [2 * ffn][hidden] (gate rows, then up rows), down
+  // [hidden][ffn], all symmetric; y [proj_cols] f32, x [hidden] f32 (the residual, updated),
+  // norm_weight [hidden] f32; scratch (scratch_bytes(), zeroed); step (a step buffer: its
+  // decode_step counts this scratch's uses from 1).
+  Bound bind(const Q4Matrix& proj, const Q4Matrix& gate_up, const Q4Matrix& down, gpu::Binding y, gpu::Binding x, gpu::Binding norm_weight,
+             gpu::Binding scratch, gpu::Binding step) const;
+  void record(gpu::Recorder& rec, const Bound& bound) const;
+
+  const ResidualMlpConfig& config() const { return config_; }
+  const gpu::Kernel& kernel() const { return *kernel_; }
+
+ private:
+  gpu::KernelCache& kernels_;
+  ResidualMlpConfig config_;
+  const gpu::Kernel* kernel_ = nullptr;
+};
+
+}  // namespace ember::kernels

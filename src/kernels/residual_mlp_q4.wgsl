@@ -1,0 +1,328 @@
+// The second half of a pre-norm residual block for one vector (decode), in ONE dispatch:
+//   stage 0   m = x + Wo y                          (out projection into the residual)
+//   stage 1   h = silu(Wg n(m)) * (Wu n(m))         (n(v) = rmsnorm(v) * norm_w)
+//   stage 2   x = m + Wd h
+// with 4-bit matrices (q4_block.wgsl): Wo [H][CO], Wgu [2F][H] (gate rows, then up rows),
+// Wd [H][F].
+//
+// Why one dispatch: a decode step is a chain of small dependent kernels, and on a big GPU each
+// dispatch costs several microseconds of launch, ramp and drain whatever it computes. Here a
+// fixed grid of workgroups (all of them resident at once: the caller sizes the grid for that)
+// runs the three stages, and a workgroup starts a stage as soon as the words it needs exist.
+//
+// How workgroups wait for each other without grid barriers (WGSL has none, and its atomics are
+// relaxed): every word of m and h is written with atomicStore carrying a tag in its lowest
+// mantissa bit, the parity of the model's decode step (Step.decode_step). A reader spins on each
+// word until its tag is this step's; single-location coherence is all that needs, so no ordering
+// between different words is assumed. Each step writes every word of its scratch once, so the
+// previous step's words carry the other parity. The tag costs m and h their last mantissa bit
+// (relative change <= 2^-23). A reader that spins SPIN times sets the status word and goes on with what
+// it has: a grid that is not resident gives an error the caller can see, never a hang.
+//
+// A workgroup takes the tiles t = wg, wg + G, ... of each stage (a tile: WG / L rows, one per lane
+// group of L lanes). It first loads its lanes' weight blocks of as many of those tiles as fit in
+// registers, then (the first time in the stage) waits for and stages the stage's input in
+// workgroup memory, so the weights' memory latency overlaps the wait for the other workgroups.
+#if SUBGROUPS
+enable subgroups;
+#endif
+
+#include "step.wgsl"
+
+struct Params {
+  eps: f32,
+  pad0: u32,
+  pad1: u32,
+  pad2: u32,
+}
+
+@group(0) @binding(0) var<storage, read> wo: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> so: array<f32>;
+@group(0) @binding(2) var<storage, read> wgu: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> sgu: array<f32>;
+@group(0) @binding(4) var<storage, read> wd: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> sd: array<f32>;
+@group(0) @binding(6) var<storage, read> y: array<vec4<f32>>;        // [CO]
+@group(0) @binding(7) var<storage, read_write> x: array<f32>;       // [H], the residual
+@group(0) @binding(8) var<storage, read> norm_w: array<vec4<f32>>;   // [H]
+// m [H], h [F], then the status word: nonzero once a wait gave up.
+@group(0) @binding(9) var<storage, read_write> scratch: array<atomic<u32>>;
+@group(0) @binding(10) var<uniform> step: Step;
+@group(0) @binding(11) var<uniform> p: Params;
+
+override WG: u32 = 256u;
+override L: u32 = 32u;         // lanes per row: a power of two dividing WG
+override H: u32 = 1024u;       // hidden (a multiple of 32)
+override F: u32 = 2560u;       // ffn rows
+override CO: u32 = 1024u;      // the out projection's cols (a multiple of 32)
+override SPIN: u32 = 1048576u; // loads of one word before a wait gives up
+override XS: u32 = 640u;       // vec4 of the widest input: max(CO, H, F) / 4
+override RT: u32 = WG / L;     // rows per tile
+override TILES_HELD: u32 = 8u; // at most this many tiles' weights held at once (fewer if MAX_HELD says so)
+
+const MAX_HELD = 8u;    // weight blocks a lane holds (C++ checks ceil(cols / 32 / L) * rows <= 8)
+const MAX_PIECES = 4u;  // input vec4 a lane waits for per stage (C++ checks F / 4 <= 4 * WG)
+
+var<workgroup> x_shared: array<vec4<f32>, XS>;
+var<workgroup> partials: array<f32, 2u * WG>;
+
+var<private> tag: u32;
+var<private> gave_up = false;  // once a wait gave up, this lane waits no more
+var<private> norm_scale: f32;
+
+#include "q4_block.wgsl"
+
+// Piece k of block b sits at b * 8 + (k + b) % 8 (as in matvec_q4.wgsl's shared_x): lanes reading
+// the same piece of consecutive blocks land on different banks.
+fn x_slot(i: u32) -> u32 { return (i & ~7u) + ((i + i / 8u) & 7u); }
+
+fn tagged(v: f32) -> u32 { return (bitcast<u32>(v) & ~1u) | tag; }
+
+// Scratch word i once it carries this step's tag (or once the wait gave up).
+fn settle(i: u32, first: u32) -> u32 {
+  var w = first;
+  var n = 0u;
+  while ((w & 1u) != tag && !gave_up) {
+    n++;
+    if (n >= SPIN) {
+      atomicOr(&scratch[H + F], 1u);
+      gave_up = true;
+    }
+    w = atomicLoad(&scratch[i]);
+  }
+  return w;
+}
+
+// Scratch words 4i .. 4i + 3: the four loads issued together, then each settled.
+fn issue4(i: u32) -> vec4<u32> {
+  return vec4<u32>(atomicLoad(&scratch[4u * i]), atomicLoad(&scratch[4u * i + 1u]), atomicLoad(&scratch[4u * i + 2u]),
+                   atomicLoad(&scratch[4u * i + 3u]));
+}
+fn settle4(i: u32, w: vec4<u32>) -> vec4<f32> {
+  return bitcast<vec4<f32>>(vec4<u32>(settle(4u * i, w.x), settle(4u * i + 1u, w.y), settle(4u * i + 2u, w.z), settle(4u * i + 3u, w.w)));
+}
+
+fn stage_cols(s: u32) -> u32 {
+  switch s {
+    case 0u: { return CO; }
+    case 1u: { return H; }
+    default: { return F; }
+  }
+}
+fn stage_rows(s: u32) -> u32 {
+  if (s == 1u) { return F; }
+  return H;
+}
+fn stage_nr(s: u32) -> u32 {  // weight rows per output row: gate and up in stage 1
+  if (s == 1u) { return 2u; }
+  return 1u;
+}
+
+fn load_w(s: u32, blk: u32) -> vec4<u32> {
+  switch s {
+    case 0u: { return wo[blk]; }
+    case 1u: { return wgu[blk]; }
+    default: { return wd[blk]; }
+  }
+}
+fn load_scale(s: u32, blk: u32) -> f32 {
+  switch s {
+    case 0u: { return so[blk]; }
+    case 1u: { return sgu[blk]; }
+    default: { return sd[blk]; }
+  }
+}
+
+// The sum of every lane's v (uniform control flow; starts and ends with a barrier).
+// sgl: the hardware subgroup size (a parameter, not a private, so the uniformity analysis sees it).
+fn workgroup_sum(li: u32, v: f32, sgl: u32) -> f32 {
+#if SUBGROUPS
+  let s = subgroupAdd(v);
+  if (li % sgl == 0u) { partials[li / sgl] = s; }
+  workgroupBarrier();
+  var sum = 0.0;
+  for (var i = 0u; i < (WG + sgl - 1u) / sgl; i++) { sum += partials[i]; }
+  workgroupBarrier();
+  return sum;
+#else
+  partials[li] = v;
+  workgroupBarrier();
+  for (var n = WG; n > 1u; n = (n + 1u) / 2u) {
+    let half = (n + 1u) / 2u;
+    if (li + half < n) { partials[li] += partials[li + half]; }
+    workgroupBarrier();
+  }
+  let total = partials[0];
+  workgroupBarrier();
+  return total;
+#endif
+}
+
+// Stage s's input into x_shared (uniform control flow). Stage 0 reads y, written by an earlier
+// dispatch; stages 1 and 2 wait for this dispatch's m and h. Stage 1 also computes n's scale.
+fn stage_input(s: u32, li: u32, sgl: u32) {
+  if (s == 0u) {
+    for (var i = li; i < CO / 4u; i += WG) { x_shared[x_slot(i)] = y[i]; }
+    workgroupBarrier();
+    return;
+  }
+  let base = select(H / 4u, 0u, s == 1u);  // h follows m in the scratch
+  let n = stage_cols(s) / 4u;
+  var words: array<vec4<u32>, MAX_PIECES>;
+  for (var k = 0u; k < MAX_PIECES; k++) {
+    let i = li + k * WG;
+    if (i < n) { words[k] = issue4(base + i); }
+  }
+  var ss = 0.0;
+  for (var k = 0u; k < MAX_PIECES; k++) {
+    let i = li + k * WG;
+    if (i < n) {
+      let v = settle4(base + i, words[k]);
+      if (s == 1u) {
+        ss += dot(v, v);
+        x_shared[x_slot(i)] = v * norm_w[i];
+      } else {
+        x_shared[x_slot(i)] = v;
+      }
+    }
+  }
+  if (s == 1u) {
+    norm_scale = inverseSqrt(workgroup_sum(li, ss, sgl) / f32(H) + p.eps);  // its barriers publish x_shared
+  } else {
+    workgroupBarrier();
+  }
+}
+
+// The lane groups' totals of their (up to two) rows into `partials` (uniform control flow); the
+// caller reads them with group_total after the barrier this ends with.
+fn reduce_rows(li: u32, a0: f32, a1: f32, sgl: u32) {
+#if SUBGROUPS
+  let w = min(L, sgl);
+  var s0 = a0;
+  var s1 = a1;
+  if (w == sgl) {
+    s0 = subgroupAdd(s0);
+    s1 = subgroupAdd(s1);
+  } else {
+    for (var off = 1u; off < w; off <<= 1u) {
+      s0 += subgroupShuffleXor(s0, off);
+      s1 += subgroupShuffleXor(s1, off);
+    }
+  }
+  if (li % w == 0u) {
+    partials[li / w] = s0;
+    partials[WG + li / w] = s1;
+  }
+  workgroupBarrier();
+#else
+  partials[li] = a0;
+  partials[WG + li] = a1;
+  workgroupBarrier();
+  let lane = li % L;
+  for (var stride = L / 2u; stride > 0u; stride >>= 1u) {
+    if (lane < stride) {
+      partials[li] += partials[li + stride];
+      partials[WG + li] += partials[WG + li + stride];
+    }
+    workgroupBarrier();
+  }
+#endif
+}
+
+// Row j (0 or 1) of lane group `group`'s total, after reduce_rows.
+fn group_total(group: u32, j: u32, sgl: u32) -> f32 {
+#if SUBGROUPS
+  let w = min(L, sgl);
+  var t = 0.0;
+  for (var i = 0u; i < L / w; i++) { t += partials[j * WG + group * (L / w) + i]; }
+  return t;
+#else
+  return partials[j * WG + group * L];
+#endif
+}
+
+fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
+
+fn run_stage(s: u32, wg_index: u32, groups: u32, li: u32, sgl: u32) {
+  let group = li / L;
+  let lane = li % L;
+  let blocks = stage_cols(s) / 32u;
+  let iters = (blocks + L - 1u) / L;
+  let nr = stage_nr(s);
+  let rows = stage_rows(s);
+  let tiles = (rows + RT - 1u) / RT;
+  let per_tile = iters * nr;                               // blocks a lane holds per tile
+  let batch = max(1u, min(TILES_HELD, MAX_HELD / per_tile));  // tiles whose weights are held at once
+  var mine = 0u;                                           // this workgroup's tiles: wg_index + k * groups
+  if (wg_index < tiles) { mine = (tiles - wg_index + groups - 1u) / groups; }
+  for (var t0 = 0u; t0 < mine; t0 += batch) {
+    // 1. The weight blocks of this lane for the next `batch` tiles into registers, every load
+    //    issued before any is used (fixed trip counts, so the driver can unroll and keep them in
+    //    registers).
+    var held_w: array<vec4<u32>, MAX_HELD>;
+    var held_s: array<f32, MAX_HELD>;
+    for (var k = 0u; k < batch; k++) {
+      let row = (wg_index + (t0 + k) * groups) * RT + group;
+      for (var i = 0u; i < iters; i++) {
+        let b = lane + i * L;
+        for (var j = 0u; j < nr; j++) {
+          if (t0 + k < mine && b < blocks && row < rows) {
+            let blk = (row + j * rows) * blocks + b;  // stage 1: the up row is F rows on
+            held_w[k * per_tile + i * nr + j] = load_w(s, blk);
+            held_s[k * per_tile + i * nr + j] = load_scale(s, blk);
+          }
+        }
+      }
+    }
+    // 2. The stage's input, once per stage, while those loads are in flight.
+    if (t0 == 0u) { stage_input(s, li, sgl); }
+    // 3. Per tile: the dots, the lane groups' sums, the outputs.
+    for (var k = 0u; k < batch; k++) {
+      if (t0 + k < mine) {  // uniform: the barriers inside run for the whole workgroup or none of it
+        let row = (wg_index + (t0 + k) * groups) * RT + group;
+        var acc = array<f32, 2>(0.0, 0.0);
+        for (var i = 0u; i < iters; i++) {
+          let b = lane + i * L;
+          if (b < blocks && row < rows) {
+            var xs: array<vec4<f32>, 8>;
+            for (var q = 0u; q < 8u; q++) { xs[q] = x_shared[x_slot(b * 8u + q)]; }
+            for (var j = 0u; j < nr; j++) { acc[j] += held_s[k * per_tile + i * nr + j] * q4_block_dot(held_w[k * per_tile + i * nr + j], xs, 8.0); }
+          }
+        }
+        reduce_rows(li, acc[0], acc[1], sgl);
+        if (lane == 0u && row < rows) {
+          let total = group_total(group, 0u, sgl);
+          switch s {
+            case 0u: { atomicStore(&scratch[row], tagged(x[row] + total)); }
+            case 1u: {
+              let g = total * norm_scale;
+              atomicStore(&scratch[H + row], tagged(silu(g) * group_total(group, 1u, sgl) * norm_scale));
+            }
+            default: { x[row] = bitcast<f32>(settle(row, atomicLoad(&scratch[row]))) + total; }
+          }
+        }
+        workgroupBarrier();  // partials is reused by the next tile
+      }
+    }
+  }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32,
+#if SUBGROUPS
+        @builtin(subgroup_size) sg_size: u32
+#endif
+        ) {
+#if SUBGROUPS
+  let sgl = sg_size;
+#else
+  let sgl = 1u;
+#endif
+  tag = step.decode_step & 1u;
+  // Constant stage numbers: the driver can specialise each stage's loops.
+  run_stage(0u, wg.x, nwg.x, li, sgl);
+  run_stage(1u, wg.x, nwg.x, li, sgl);
+  run_stage(2u, wg.x, nwg.x, li, sgl);
+}
