@@ -18,6 +18,7 @@
 #include "tune/check.h"
 #include "tune/flash_search.h"
 #include "tune/llm_bench.h"
+#include "tune/residual_mlp_search.h"
 #include "tune/tuner.h"
 
 using namespace ember;
@@ -310,4 +311,35 @@ TEST(Tune, FlashSearchTimesEveryOneBlockWidth) {
     EXPECT_LE(p.best_us, p.one_block_us);
   }
   EXPECT_EQ(r.direct.to_json()["tried"].size(), r.direct.tried.size());
+}
+
+// The one-dispatch residual MLP search on random matrices: the three tuned-geometry matvecs are
+// timed, every grid is run against their output and timed (none rejected on a CPU adapter's one
+// and per-core grids, with one tile or eight held), and the winner is one of the timed grids or
+// the separate path.
+TEST(Tune, ResidualMlpSearchChecksEveryGrid) {
+  auto& dev = test::test_device();
+  tune::KernelTimer timer(dev, test::test_kernels(), 0, 1);
+  formats::LlmShape shape;
+  shape.layer_types = {formats::LayerType::Conv};
+  shape.hidden = 128;
+  shape.ffn = 192;
+  auto proj = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(128 * 128, 1, 0.5f), 128, 128), "proj");
+  auto gu = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(2 * 192 * 128, 2), 2 * 192, 128), "gate_up");
+  auto down = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(128 * 192, 3, 0.5f), 128, 192), "down");
+  tune::MatvecConfigChoice mv{.variant = kernels::Q4Variant::v3_both, .geometry = {.workgroup_size = 64, .subgroup_size = 8}};
+  auto r = tune::search_residual_mlp(test::test_kernels(), timer, shape, {proj.matrix, gu.matrix, down.matrix, mv, mv, mv},
+                                     tune::Clock::now() + std::chrono::seconds(600));
+  EXPECT_GT(r.separate_us, 0);
+  ASSERT_FALSE(r.tried.empty());
+  EXPECT_FALSE(r.budget_hit);
+  for (const auto& t : r.tried) {
+    EXPECT_EQ(t.result, "") << t.workgroups << " workgroups, " << t.tiles_held << " tiles held";
+    EXPECT_GT(t.us, 0);
+  }
+  if (r.workgroups) {
+    EXPECT_TRUE(std::any_of(r.tried.begin(), r.tried.end(), [&](const auto& t) { return t.workgroups == r.workgroups && t.us == r.best_us; }));
+  } else {
+    EXPECT_EQ(r.best_us, r.separate_us);
+  }
 }

@@ -208,6 +208,27 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
       res.mlp_note = "mlpPair kept on from the input candidate; slices and workgroup tuned";
     }
   }
+  // ---- a layer's out projection + MLP as one dispatch, where decode runs the unfused MLP with the
+  // ffn norm in the gate_up matvec (what the one dispatch replaces) ----
+  const bool norm_fused = !res.norm || res.norm->budget_hit || res.norm->norm_fuse;
+  if (!res.mlp_pair && !input.unfused && norm_fused) {
+    const std::string L0 = formats::layer_prefix(0);
+    const bool attn0 = shape.layer_types.front() == formats::LayerType::Attention;
+    const uint32_t H = uint32_t(shape.hidden), F = uint32_t(shape.ffn), Q = uint32_t(shape.q_rows());
+    const auto* proj = best_of(attn0 ? "attn_o_proj" : "conv_out_proj");
+    const auto* gu = best_of("mlp_gate_up");
+    const auto* dn = best_of("mlp_down");
+    if (proj && gu && dn) {
+      ResidualMlpMatrices rm{weights.matrix(L0 + (attn0 ? "attn.o_proj" : "conv.out_proj"), H, attn0 ? Q : H), weights.matrix(L0 + "mlp.gate_up", 2 * F, H),
+                             weights.matrix(L0 + "mlp.down", H, F), proj->best.config, gu->best.config, dn->best.config};
+      res.residual_mlp = search_residual_mlp(kernels, timer, shape, rm, at(t0, budget * 0.89));
+      res.budget_hit |= res.residual_mlp->budget_hit;
+      char line[200];
+      std::snprintf(line, sizeof line, "layer  out projection + MLP: 3 dispatches %8.2f us, one dispatch best %8.2f us -> residualMlpWorkgroups %u",
+                    res.residual_mlp->separate_us, res.residual_mlp->best_us, res.residual_mlp->workgroups);
+      say(line);
+    }
+  }
   // ---- prefill matmul geometry per shape, at one full prefill chunk ----
   {
     const uint32_t H = uint32_t(shape.hidden), F = uint32_t(shape.ffn);
@@ -286,6 +307,12 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
     c.extra["prefillMatmul"] = pm;
   }
   if (res.norm && !res.norm->budget_hit) c.extra["normFuse"] = res.norm->norm_fuse;
+  c.extra.erase("residualMlpTilesHeld");
+  c.extra.erase("residualMlpWorkgroups");
+  if (res.residual_mlp) {
+    c.extra["residualMlpWorkgroups"] = res.residual_mlp->workgroups;  // 0: measured slower, stays off
+    if (res.residual_mlp->workgroups) c.extra["residualMlpTilesHeld"] = res.residual_mlp->tiles_held;
+  }
   c.mlp_half_dot = "none";  // what ran here: f32 (the f16 options are unavailable, see above)
   c.mlp_half_product = "none";
   rt.expected_subgroup_size = device.subgroup_size();
@@ -303,7 +330,8 @@ nlohmann::json TuneResult::to_json() const {
   nlohmann::json fl = nlohmann::json::array();
   for (const auto& p : flash) fl.push_back(p.to_json());
   nlohmann::json j = {{"adapter", adapter}, {"subgroup_size", subgroup_size}, {"seconds", seconds}, {"budget_s", budget_s},
-                      {"budget_hit", budget_hit}, {"matvec", mv}, {"flash", fl}, {"flash_direct", flash_direct.to_json()}, {"mlp_pair", mlp_pair}, {"mlp_note", mlp_note},
+                      {"budget_hit", budget_hit}, {"matvec", mv}, {"flash", fl}, {"flash_direct", flash_direct.to_json()},
+                      {"residual_mlp", residual_mlp ? residual_mlp->to_json() : nlohmann::json()}, {"mlp_pair", mlp_pair}, {"mlp_note", mlp_note},
                       {"unavailable", unavailable}, {"candidate", formats::to_json(file.candidate)}};
   j["mlp"] = mlp ? mlp->to_json() : nlohmann::json();
   nlohmann::json pf = nlohmann::json::array();
