@@ -314,9 +314,9 @@ TEST(Tune, FlashSearchTimesEveryOneBlockWidth) {
 }
 
 // The one-dispatch residual MLP search on random matrices: the three tuned-geometry matvecs are
-// timed, every grid is run against their output and timed (none rejected on a CPU adapter's one
-// and per-core grids, with one tile or eight held), and the winner is one of the timed grids or
-// the separate path.
+// timed, every grid is run against their output and timed (none rejected; on a GPU the largest
+// grids tried may not run all at once, which ends that pass), and the winner is one of the timed
+// grids or the separate path.
 TEST(Tune, ResidualMlpSearchChecksEveryGrid) {
   auto& dev = test::test_device();
   tune::KernelTimer timer(dev, test::test_kernels(), 0, 1);
@@ -333,7 +333,10 @@ TEST(Tune, ResidualMlpSearchChecksEveryGrid) {
   EXPECT_GT(r.separate_us, 0);
   ASSERT_FALSE(r.tried.empty());
   EXPECT_FALSE(r.budget_hit);
-  for (const auto& t : r.tried) {
+  for (size_t i = 0; i < r.tried.size(); i++) {
+    const auto& t = r.tried[i];
+    const bool pass_ends = i + 1 == r.tried.size() || r.tried[i + 1].tiles_held != t.tiles_held;
+    if (pass_ends && t.result.rfind("a wait gave up", 0) == 0) continue;
     EXPECT_EQ(t.result, "") << t.workgroups << " workgroups, " << t.tiles_held << " tiles held";
     EXPECT_GT(t.us, 0);
   }

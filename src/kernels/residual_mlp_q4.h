@@ -19,8 +19,9 @@ struct ResidualMlpConfig {
   uint32_t workgroup_size = 256;
   uint32_t lanes = 32;           // lanes per row: a power of two dividing workgroup_size
   // Tiles (workgroup_size / lanes rows) whose weights a lane loads at once, at most what 8 held
-  // blocks allow (candidate extra key residualMlpTilesHeld); 1 = a tile at a time.
-  uint32_t tiles_held = 8;
+  // blocks allow (candidate extra key residualMlpTilesHeld); 1 = a tile at a time. On an H100, 8
+  // made the decode step 51 us slower than 1 (2026-12-05), so 1 is the default.
+  uint32_t tiles_held = 1;
   float eps = 1e-5f;
   // Loads of one scratch word before a wait gives up and sets the status word (a grid that is not
   // resident); ~1 s on a big GPU, well past any real wait.
@@ -33,8 +34,9 @@ class ResidualMlpQ4 {
   // Validates the config against the device (throws ember::Error) and compiles the kernel.
   ResidualMlpQ4(gpu::KernelCache& kernels, const ResidualMlpConfig& config);
 
-  // Scratch one bind needs: the tagged words of m and h, then the status word (status_offset(),
-  // nonzero once a wait gave up). Zeroed when created, never shared between binds of one step.
+  // Scratch one bind needs: the tagged words of m and h, the status word (status_offset(), nonzero
+  // once a wait gave up) and two stage counters. Zeroed when created, never shared between binds
+  // of one step; the step buffer's decode_step must count its uses from 1 with one grid size.
   uint64_t scratch_bytes() const;
   uint64_t status_offset() const;
 

@@ -45,7 +45,7 @@ struct Params {
 @group(0) @binding(6) var<storage, read> y: array<vec4<f32>>;        // [CO]
 @group(0) @binding(7) var<storage, read_write> x: array<f32>;       // [H], the residual
 @group(0) @binding(8) var<storage, read> norm_w: array<vec4<f32>>;   // [H]
-// m [H], h [F], then the status word: nonzero once a wait gave up.
+// m [H], h [F], the status word (nonzero once a wait gave up), then the counters of stages 0 and 1.
 @group(0) @binding(9) var<storage, read_write> scratch: array<atomic<u32>>;
 @group(0) @binding(10) var<uniform> step: Step;
 @group(0) @binding(11) var<uniform> p: Params;
@@ -58,7 +58,7 @@ override CO: u32 = 1024u;      // the out projection's cols (a multiple of 32)
 override SPIN: u32 = 1048576u; // loads of one word before a wait gives up
 override XS: u32 = 640u;       // vec4 of the widest input: max(CO, H, F) / 4
 override RT: u32 = WG / L;     // rows per tile
-override TILES_HELD: u32 = 8u; // at most this many tiles' weights held at once (fewer if MAX_HELD says so)
+override TILES_HELD: u32 = 1u; // at most this many tiles' weights held at once (fewer if MAX_HELD says so)
 
 const MAX_HELD = 8u;    // weight blocks a lane holds (C++ checks ceil(cols / 32 / L) * rows <= 8)
 const MAX_PIECES = 4u;  // input vec4 a lane waits for per stage (C++ checks F / 4 <= 4 * WG)
@@ -67,7 +67,9 @@ var<workgroup> x_shared: array<vec4<f32>, XS>;
 var<workgroup> partials: array<f32, 2u * WG>;
 
 var<private> tag: u32;
-var<private> gave_up = false;  // once a wait gave up, this lane waits no more
+var<private> ready_count: u32;  // a stage counter's value once this step's stage is complete
+var<private> gave_up = false;   // once a wait gave up, this lane waits no more
+var<workgroup> lead_gave_up: bool;
 var<private> norm_scale: f32;
 
 #include "q4_block.wgsl"
@@ -158,6 +160,30 @@ fn workgroup_sum(li: u32, v: f32, sgl: u32) -> f32 {
 #endif
 }
 
+// Counter of stage s's finished workgroups (s = 0, 1): after the status word.
+fn counter(s: u32) -> u32 { return H + F + 1u + s; }
+
+// Lane 0 waits until every workgroup has counted itself done with stage s; the others wait at the
+// barrier (uniform control flow). Only one lane a workgroup polls, on one word: thousands of lanes
+// polling the stage's own words would crowd the cache lines the producers are writing. Counters
+// only grow (by the grid size a step); the words' tags still decide what is read, since nothing
+// orders the counter's update after the words'.
+fn wait_for_stage(s: u32, li: u32) {
+  if (li == 0u) {
+    var n = 0u;
+    while (i32(atomicLoad(&scratch[counter(s)]) - ready_count) < 0 && !gave_up) {
+      n++;
+      if (n >= SPIN) {
+        atomicOr(&scratch[H + F], 1u);
+        gave_up = true;
+      }
+    }
+    lead_gave_up = gave_up;
+  }
+  workgroupBarrier();
+  gave_up = gave_up || lead_gave_up;
+}
+
 // Stage s's input into x_shared (uniform control flow). Stage 0 reads y, written by an earlier
 // dispatch; stages 1 and 2 wait for this dispatch's m and h. Stage 1 also computes n's scale.
 fn stage_input(s: u32, li: u32, sgl: u32) {
@@ -166,6 +192,7 @@ fn stage_input(s: u32, li: u32, sgl: u32) {
     workgroupBarrier();
     return;
   }
+  wait_for_stage(s - 1u, li);
   let base = select(H / 4u, 0u, s == 1u);  // h follows m in the scratch
   let n = stage_cols(s) / 4u;
   var words: array<vec4<u32>, MAX_PIECES>;
@@ -305,6 +332,11 @@ fn run_stage(s: u32, wg_index: u32, groups: u32, li: u32, sgl: u32) {
       }
     }
   }
+  // Count this workgroup done with stages 0 and 1 (its stores were issued before the barrier).
+  if (s < 2u) {
+    workgroupBarrier();
+    if (li == 0u) { atomicAdd(&scratch[counter(s)], 1u); }
+  }
 }
 
 @compute @workgroup_size(WG)
@@ -321,6 +353,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let sgl = 1u;
 #endif
   tag = step.decode_step & 1u;
+  ready_count = step.decode_step * nwg.x;  // every step adds the grid size to each counter
   // Constant stage numbers: the driver can specialise each stage's loops.
   run_stage(0u, wg.x, nwg.x, li, sgl);
   run_stage(1u, wg.x, nwg.x, li, sgl);

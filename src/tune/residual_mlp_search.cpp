@@ -67,7 +67,7 @@ ResidualMlpSearchResult search_residual_mlp(gpu::KernelCache& kernels, KernelTim
   // how many the adapter has); a CPU adapter runs a workgroup per core at once.
   std::vector<uint32_t> grids{32, 64, 96, 128, 132, 160, 192, 256, 264, 384, 396, 512};
   if (device.adapter().type == "CPU") grids = {1, std::max(1u, std::thread::hardware_concurrency())};
-  for (uint32_t tiles_held : {8u, 1u}) {
+  for (uint32_t tiles_held : {1u, 8u}) {
     for (uint32_t workgroups : grids) {
       if (Clock::now() >= deadline) {
         res.budget_hit = true;

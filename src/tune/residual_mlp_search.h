@@ -24,7 +24,7 @@ struct ResidualMlpTry {
 struct ResidualMlpSearchResult {
   double separate_us = 0;        // the three matvecs, each timed alone, summed
   uint32_t workgroups = 0;       // the winner (0: the separate dispatches stay)
-  uint32_t tiles_held = 8;
+  uint32_t tiles_held = 1;
   double best_us = 0;            // the winner's time (separate_us when workgroups is 0)
   std::vector<ResidualMlpTry> tried;
   bool budget_hit = false;
