@@ -29,9 +29,9 @@ ResidualMlpQ4::ResidualMlpQ4(gpu::KernelCache& kernels, const ResidualMlpConfig&
              " is not supported",
          "hidden and proj_cols positive multiples of 32, ffn a positive multiple of 4");
   const uint32_t wg = c.workgroup_size, lanes = c.lanes;
-  if (wg == 0 || lanes == 0 || !std::has_single_bit(lanes) || wg % lanes != 0)
+  if (!std::has_single_bit(wg) || lanes == 0 || !std::has_single_bit(lanes) || wg % lanes != 0)
     fail("workgroup " + std::to_string(wg) + " with " + std::to_string(lanes) + " lanes per row is not a valid geometry",
-         "lanes a power of two dividing the workgroup size");
+         "a power-of-two workgroup size and lanes a power of two dividing it");
   if (c.tiles_held == 0) fail("tiles_held is 0", "hold at least one tile's weights");
   if (c.workgroups == 0) fail("a grid of 0 workgroups", "give residualMlpWorkgroups >= 1 (or leave the fusion off)");
   const WGPULimits& lim = device.limits();
@@ -49,7 +49,7 @@ ResidualMlpQ4::ResidualMlpQ4(gpu::KernelCache& kernels, const ResidualMlpConfig&
          "use more lanes per row");
   if (c.ffn / 4 > kMaxPieces * wg || c.hidden / 4 > kMaxPieces * wg)
     fail("an input would need more than " + std::to_string(kMaxPieces) + " pieces per lane", "use a larger workgroup");
-  const uint64_t shared = uint64_t(widest) * 4 + 2ull * wg * 4;
+  const uint64_t shared = uint64_t(widest) * 4 + 3ull * wg * 4;  // staged input, row partials, reduce.wgsl's partials
   if (shared > lim.maxComputeWorkgroupStorageSize)
     fail("needs " + std::to_string(shared) + " bytes of workgroup memory, above the device's " + std::to_string(lim.maxComputeWorkgroupStorageSize),
          "use a smaller workgroup");

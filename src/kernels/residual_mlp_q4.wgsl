@@ -73,6 +73,7 @@ var<workgroup> lead_gave_up: bool;
 var<private> norm_scale: f32;
 
 #include "q4_block.wgsl"
+#include "reduce.wgsl"
 
 // Piece k of block b sits at b * 8 + (k + b) % 8 (as in matvec_q4.wgsl's shared_x): lanes reading
 // the same piece of consecutive blocks land on different banks.
@@ -135,31 +136,6 @@ fn load_scale(s: u32, blk: u32) -> f32 {
   }
 }
 
-// The sum of every lane's v (uniform control flow; starts and ends with a barrier).
-// sgl: the hardware subgroup size (a parameter, not a private, so the uniformity analysis sees it).
-fn workgroup_sum(li: u32, v: f32, sgl: u32) -> f32 {
-#if SUBGROUPS
-  let s = subgroupAdd(v);
-  if (li % sgl == 0u) { partials[li / sgl] = s; }
-  workgroupBarrier();
-  var sum = 0.0;
-  for (var i = 0u; i < (WG + sgl - 1u) / sgl; i++) { sum += partials[i]; }
-  workgroupBarrier();
-  return sum;
-#else
-  partials[li] = v;
-  workgroupBarrier();
-  for (var n = WG; n > 1u; n = (n + 1u) / 2u) {
-    let half = (n + 1u) / 2u;
-    if (li + half < n) { partials[li] += partials[li + half]; }
-    workgroupBarrier();
-  }
-  let total = partials[0];
-  workgroupBarrier();
-  return total;
-#endif
-}
-
 // Counter of stage s's finished workgroups (s = 0, 1): after the status word.
 fn counter(s: u32) -> u32 { return H + F + 1u + s; }
 
@@ -214,7 +190,7 @@ fn stage_input(s: u32, li: u32, sgl: u32) {
     }
   }
   if (s == 1u) {
-    norm_scale = inverseSqrt(workgroup_sum(li, ss, sgl) / f32(H) + p.eps);  // its barriers publish x_shared
+    norm_scale = inverseSqrt(workgroup_sum(ss, li, sgl) / f32(H) + p.eps);  // its barriers publish x_shared
   } else {
     workgroupBarrier();
   }
