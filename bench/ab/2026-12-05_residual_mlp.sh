@@ -7,7 +7,7 @@ rm -rf /tmp/rm_pack && cp -r "$(seed_pack)" /tmp/rm_pack
 rm_candidate() {  # N T
   python3 -c "import json,sys; j=json.load(open('bench/results/tuned_runtime.json')); c=j['candidate']; c['residualMlpWorkgroups']=int(sys.argv[1]); c['residualMlpTilesHeld']=int(sys.argv[2]); json.dump(j, open('/tmp/rm_pack/runtime.json','w'), indent=1)" "$1" "$2"
 }
-for v in "0 1" "132 1" "132 8" "264 1" "128 1" "66 1" "396 1" "0 1"; do
+for v in "0 1" "132 1" "264 1" "320 1" "128 1" "396 1" "132 8" "0 1"; do
   read -r n held <<< "$v"
   rm_candidate "$n" "$held"
   f="$OUT/rm_${n}_${held}.json"
