@@ -58,7 +58,7 @@ bool KernelTimer::warm(double flush_us) {
   return flush_us <= kWarmSlack * best_flush_us_;
 }
 
-double KernelTimer::time_us(const std::function<void(gpu::Recorder&)>& record) {
+double KernelTimer::time_us(const std::function<void(gpu::Recorder&)>& record, Measure measure) {
   for (int attempt = 1;; attempt++) {
     // One submit: ([flush], measured dispatches) x (1 warm-up + repeats). In PerDispatch timing
     // every dispatch is one region, in order, so the runs are cut by dispatch counts.
@@ -81,7 +81,9 @@ double KernelTimer::time_us(const std::function<void(gpu::Recorder&)>& record) {
         i++;
       }
       double sum = 0;
+      const size_t first = i;
       for (size_t k = 0; k < per_run[r] && i < regions.size(); k++, i++) sum += (regions[i].end_ns - regions[i].begin_ns) / 1e3;
+      if (measure == Measure::span && i > first) sum = (regions[i - 1].end_ns - regions[first].begin_ns) / 1e3;
       if (r > 0) us.push_back(sum);
     }
     if (!flush_kernel_ || warm(median(flush_us))) return median(us);

@@ -23,8 +23,12 @@ class KernelTimer {
   // whose caches a flush cannot usefully empty in test time; then no clock probe either).
   KernelTimer(const gpu::Device& device, gpu::KernelCache& kernels, uint64_t flush_bytes, int repeats = 5);
 
-  // Median GPU microseconds of the dispatches `record` adds (summed when it adds several).
-  double time_us(const std::function<void(gpu::Recorder&)>& record);
+  // How several dispatches of one run count: each one's own time, summed; or the span from the
+  // first one's start to the last one's end, the gaps between them included (as a dependent
+  // chain runs in decode).
+  enum class Measure { sum, span };
+  // Median GPU microseconds of the dispatches `record` adds.
+  double time_us(const std::function<void(gpu::Recorder&)>& record, Measure measure = Measure::sum);
 
   int repeats() const { return repeats_; }
   uint64_t flush_bytes() const { return flush_bytes_; }

@@ -22,7 +22,7 @@ struct ResidualMlpTry {
 };
 
 struct ResidualMlpSearchResult {
-  double separate_us = 0;        // the three matvecs, each timed alone, summed
+  double separate_us = 0;        // the three matvecs, first start to last end
   uint32_t workgroups = 0;       // the winner (0: the separate dispatches stay)
   uint32_t tiles_held = 1;
   double best_us = 0;            // the winner's time (separate_us when workgroups is 0)
