@@ -315,7 +315,7 @@ TEST(Tune, FlashSearchTimesEveryOneBlockWidth) {
 
 // The one-dispatch residual MLP search on random matrices: the three tuned-geometry matvecs are
 // timed, every grid is run against their output and timed (none rejected; on a GPU the largest
-// grids tried may not run all at once, which ends that pass), and the winner is one of the timed
+// grid tried may not run all at once, which ends the search), and the winner is one of the timed
 // grids or the separate path.
 TEST(Tune, ResidualMlpSearchChecksEveryGrid) {
   auto& dev = test::test_device();
@@ -335,9 +335,8 @@ TEST(Tune, ResidualMlpSearchChecksEveryGrid) {
   EXPECT_FALSE(r.budget_hit);
   for (size_t i = 0; i < r.tried.size(); i++) {
     const auto& t = r.tried[i];
-    const bool pass_ends = i + 1 == r.tried.size() || r.tried[i + 1].tiles_held != t.tiles_held;
-    if (pass_ends && t.result.rfind("a wait gave up", 0) == 0) continue;
-    EXPECT_EQ(t.result, "") << t.workgroups << " workgroups, " << t.tiles_held << " tiles held";
+    if (i + 1 == r.tried.size() && t.result.rfind("a wait gave up", 0) == 0) continue;
+    EXPECT_EQ(t.result, "") << t.workgroups << " workgroups";
     EXPECT_GT(t.us, 0);
   }
   if (r.workgroups) {

@@ -32,7 +32,6 @@ ResidualMlpQ4::ResidualMlpQ4(gpu::KernelCache& kernels, const ResidualMlpConfig&
   if (!std::has_single_bit(wg) || lanes == 0 || !std::has_single_bit(lanes) || wg % lanes != 0)
     fail("workgroup " + std::to_string(wg) + " with " + std::to_string(lanes) + " lanes per row is not a valid geometry",
          "a power-of-two workgroup size and lanes a power of two dividing it");
-  if (c.tiles_held == 0) fail("tiles_held is 0", "hold at least one tile's weights");
   if (c.workgroups == 0) fail("a grid of 0 workgroups", "give residualMlpWorkgroups >= 1 (or leave the fusion off)");
   const WGPULimits& lim = device.limits();
   if (wg > lim.maxComputeInvocationsPerWorkgroup || wg > lim.maxComputeWorkgroupSizeX)
@@ -60,7 +59,6 @@ ResidualMlpQ4::ResidualMlpQ4(gpu::KernelCache& kernels, const ResidualMlpConfig&
                                    {"F", c.ffn},
                                    {"CO", c.proj_cols},
                                    {"SPIN", c.spin_limit},
-                                   {"TILES_HELD", c.tiles_held},
                                    {"XS", widest / 4}}};
   if (use_subgroups(device, c.reduction, where)) key.defines.insert("SUBGROUPS");
   kernel_ = &kernels.get(key);

@@ -18,10 +18,6 @@ struct ResidualMlpConfig {
   uint32_t workgroups = 0;       // the persistent grid (candidate extra key residualMlpWorkgroups)
   uint32_t workgroup_size = 256;
   uint32_t lanes = 32;           // lanes per row: a power of two dividing workgroup_size
-  // Tiles (workgroup_size / lanes rows) whose weights a lane loads at once, at most what 8 held
-  // blocks allow (candidate extra key residualMlpTilesHeld); 1 = a tile at a time. On an H100, 8
-  // made the decode step 51 us slower than 1 (2026-12-05), so 1 is the default.
-  uint32_t tiles_held = 1;
   float eps = 1e-5f;
   // Loads of one scratch word before a wait gives up and sets the status word (a grid that is not
   // resident); ~1 s on a big GPU, well past any real wait.

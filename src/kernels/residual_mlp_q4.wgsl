@@ -5,24 +5,32 @@
 // with 4-bit matrices (q4_block.wgsl): Wo [H][CO], Wgu [2F][H] (gate rows, then up rows),
 // Wd [H][F].
 //
-// Why one dispatch: a decode step is a chain of small dependent kernels, and on a big GPU each
-// dispatch costs several microseconds of launch, ramp and drain whatever it computes. Here a
-// fixed grid of workgroups (all of them resident at once: the caller sizes the grid for that)
-// runs the three stages, and a workgroup starts a stage as soon as the words it needs exist.
+// Why one dispatch: a decode step is a chain of small dependent kernels, ~6 us each on a big GPU
+// against ~2 us for an empty one; the hypothesis was that launch, ramp and drain make up the
+// difference. Here a fixed grid of workgroups (all of them resident at once: the caller sizes the
+// grid for that) runs the three stages, and a workgroup starts a stage as soon as the words it
+// needs exist.
 //
 // How workgroups wait for each other without grid barriers (WGSL has none, and its atomics are
 // relaxed): every word of m and h is written with atomicStore carrying a tag in its lowest
-// mantissa bit, the parity of the model's decode step (Step.decode_step). A reader spins on each
-// word until its tag is this step's; single-location coherence is all that needs, so no ordering
-// between different words is assumed. Each step writes every word of its scratch once, so the
-// previous step's words carry the other parity. The tag costs m and h their last mantissa bit
-// (relative change <= 2^-23). A reader that spins SPIN times sets the status word and goes on with what
-// it has: a grid that is not resident gives an error the caller can see, never a hang.
+// mantissa bit, the parity of the scratch's use count (Step.decode_step). A reader checks each
+// word's tag; single-location coherence is all that needs, so no ordering between different
+// words is assumed. Each use writes every word once, so the previous use's words carry the other
+// parity. The tag costs m and h their last mantissa bit (relative change <= 2^-23). So that
+// thousands of lanes do not poll the lines the producers write, each workgroup's lane 0 first
+// waits on a per-stage counter (one increment per workgroup and stage) and only then do the lanes
+// read and check the words. A wait that spins SPIN times sets the status word and goes on with
+// what it has: a grid that is not resident gives an error the caller can see, never a hang.
 //
 // A workgroup takes the tiles t = wg, wg + G, ... of each stage (a tile: WG / L rows, one per lane
-// group of L lanes). It first loads its lanes' weight blocks of as many of those tiles as fit in
-// registers, then (the first time in the stage) waits for and stages the stage's input in
-// workgroup memory, so the weights' memory latency overlaps the wait for the other workgroups.
+// group of L lanes). For each tile it first loads its lanes' weight blocks into registers, then
+// (on its first tile of the stage) waits for and stages the stage's input in workgroup memory, so
+// the weights' memory latency overlaps the wait for the other workgroups. (Holding several tiles'
+// blocks at once measured 50 us a step slower on an H100.)
+//
+// Measured (H100, 2026-12-05, bench/NOTES.md): a stage handed over inside the kernel costs about
+// what a dispatch boundary does (~6 us), so a decode step gains ~2%; `ember tune` enables it only
+// where it measures it faster.
 #if SUBGROUPS
 enable subgroups;
 #endif
@@ -58,7 +66,6 @@ override CO: u32 = 1024u;      // the out projection's cols (a multiple of 32)
 override SPIN: u32 = 1048576u; // loads of one word before a wait gives up
 override XS: u32 = 640u;       // vec4 of the widest input: max(CO, H, F) / 4
 override RT: u32 = WG / L;     // rows per tile
-override TILES_HELD: u32 = 1u; // at most this many tiles' weights held at once (fewer if MAX_HELD says so)
 
 const MAX_HELD = 8u;    // weight blocks a lane holds (C++ checks ceil(cols / 32 / L) * rows <= 8)
 const MAX_PIECES = 4u;  // input vec4 a lane waits for per stage (C++ checks F / 4 <= 4 * WG)
@@ -254,59 +261,46 @@ fn run_stage(s: u32, wg_index: u32, groups: u32, li: u32, sgl: u32) {
   let nr = stage_nr(s);
   let rows = stage_rows(s);
   let tiles = (rows + RT - 1u) / RT;
-  let per_tile = iters * nr;                               // blocks a lane holds per tile
-  let batch = max(1u, min(TILES_HELD, MAX_HELD / per_tile));  // tiles whose weights are held at once
-  var mine = 0u;                                           // this workgroup's tiles: wg_index + k * groups
-  if (wg_index < tiles) { mine = (tiles - wg_index + groups - 1u) / groups; }
-  for (var t0 = 0u; t0 < mine; t0 += batch) {
-    // 1. The weight blocks of this lane for the next `batch` tiles into registers, every load
-    //    issued before any is used (fixed trip counts, so the driver can unroll and keep them in
-    //    registers).
+  for (var t = wg_index; t < tiles; t += groups) {
+    let row = t * RT + group;
+    // 1. This lane's weight blocks of the tile into registers, every load issued before any is used.
     var held_w: array<vec4<u32>, MAX_HELD>;
     var held_s: array<f32, MAX_HELD>;
-    for (var k = 0u; k < batch; k++) {
-      let row = (wg_index + (t0 + k) * groups) * RT + group;
-      for (var i = 0u; i < iters; i++) {
-        let b = lane + i * L;
-        for (var j = 0u; j < nr; j++) {
-          if (t0 + k < mine && b < blocks && row < rows) {
-            let blk = (row + j * rows) * blocks + b;  // stage 1: the up row is F rows on
-            held_w[k * per_tile + i * nr + j] = load_w(s, blk);
-            held_s[k * per_tile + i * nr + j] = load_scale(s, blk);
-          }
+    for (var i = 0u; i < iters; i++) {
+      let b = lane + i * L;
+      for (var j = 0u; j < nr; j++) {
+        if (b < blocks && row < rows) {
+          let blk = (row + j * rows) * blocks + b;  // stage 1: the up row is F rows on
+          held_w[i * nr + j] = load_w(s, blk);
+          held_s[i * nr + j] = load_scale(s, blk);
         }
       }
     }
-    // 2. The stage's input, once per stage, while those loads are in flight.
-    if (t0 == 0u) { stage_input(s, li, sgl); }
-    // 3. Per tile: the dots, the lane groups' sums, the outputs.
-    for (var k = 0u; k < batch; k++) {
-      if (t0 + k < mine) {  // uniform: the barriers inside run for the whole workgroup or none of it
-        let row = (wg_index + (t0 + k) * groups) * RT + group;
-        var acc = array<f32, 2>(0.0, 0.0);
-        for (var i = 0u; i < iters; i++) {
-          let b = lane + i * L;
-          if (b < blocks && row < rows) {
-            var xs: array<vec4<f32>, 8>;
-            for (var q = 0u; q < 8u; q++) { xs[q] = x_shared[x_slot(b * 8u + q)]; }
-            for (var j = 0u; j < nr; j++) { acc[j] += held_s[k * per_tile + i * nr + j] * q4_block_dot(held_w[k * per_tile + i * nr + j], xs, 8.0); }
-          }
-        }
-        reduce_rows(li, acc[0], acc[1], sgl);
-        if (lane == 0u && row < rows) {
-          let total = group_total(group, 0u, sgl);
-          switch s {
-            case 0u: { atomicStore(&scratch[row], tagged(x[row] + total)); }
-            case 1u: {
-              let g = total * norm_scale;
-              atomicStore(&scratch[H + row], tagged(silu(g) * group_total(group, 1u, sgl) * norm_scale));
-            }
-            default: { x[row] = bitcast<f32>(settle(row, atomicLoad(&scratch[row]))) + total; }
-          }
-        }
-        workgroupBarrier();  // partials is reused by the next tile
+    // 2. The stage's input, on the workgroup's first tile of the stage, while those loads are in flight.
+    if (t == wg_index) { stage_input(s, li, sgl); }
+    // 3. The dots, the lane groups' sums, the outputs.
+    var acc = array<f32, 2>(0.0, 0.0);
+    for (var i = 0u; i < iters; i++) {
+      let b = lane + i * L;
+      if (b < blocks && row < rows) {
+        var xs: array<vec4<f32>, 8>;
+        for (var q = 0u; q < 8u; q++) { xs[q] = x_shared[x_slot(b * 8u + q)]; }
+        for (var j = 0u; j < nr; j++) { acc[j] += held_s[i * nr + j] * q4_block_dot(held_w[i * nr + j], xs, 8.0); }
       }
     }
+    reduce_rows(li, acc[0], acc[1], sgl);
+    if (lane == 0u && row < rows) {
+      let total = group_total(group, 0u, sgl);
+      switch s {
+        case 0u: { atomicStore(&scratch[row], tagged(x[row] + total)); }
+        case 1u: {
+          let g = total * norm_scale;
+          atomicStore(&scratch[H + row], tagged(silu(g) * group_total(group, 1u, sgl) * norm_scale));
+        }
+        default: { x[row] = bitcast<f32>(settle(row, atomicLoad(&scratch[row]))) + total; }
+      }
+    }
+    workgroupBarrier();  // partials is reused by the next tile
   }
   // Count this workgroup done with stages 0 and 1 (its stores were issued before the barrier).
   if (s < 2u) {

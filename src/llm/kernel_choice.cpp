@@ -108,11 +108,6 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
     if (n >= 0 && n <= device.limits().maxComputeWorkgroupsPerDimension) k.residual_mlp_workgroups = c.unfused ? 0 : static_cast<uint32_t>(n);
     else k.warnings.push_back("the candidate's residualMlpWorkgroups (" + it->dump() + ") is not a workgroup count; the fusion stays off");
   }
-  if (auto it = c.extra.find("residualMlpTilesHeld"); it != c.extra.end()) {
-    const int64_t n = it->is_number_integer() ? it->get<int64_t>() : -1;
-    if (n >= 1 && n <= 64) k.residual_mlp_tiles_held = static_cast<uint32_t>(n);
-    else k.warnings.push_back("the candidate's residualMlpTilesHeld (" + it->dump() + ") is not 1..64; using 1");
-  }
   // The fused MLP decides which down copy is the model: keep that choice whatever the geometry.
   k.mlp_pair = c.mlp_pair && !c.unfused;
   if (c.mlp_slices > 0) k.mlp_slices = static_cast<uint32_t>(c.mlp_slices);

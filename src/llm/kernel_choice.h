@@ -55,7 +55,6 @@ struct KernelChoices {
   // extra key `residualMlpWorkgroups`, written by `ember tune`); 0 = three matvec dispatches. The
   // model checks once on the device that the grid runs all at once, and falls back otherwise.
   uint32_t residual_mlp_workgroups = 0;
-  uint32_t residual_mlp_tiles_held = 1;  // candidate extra key `residualMlpTilesHeld` (ResidualMlpConfig::tiles_held)
   std::vector<std::string> warnings;
 
   // The down copy that is this run's model weight (DESIGN.md "One model, one set of weights").

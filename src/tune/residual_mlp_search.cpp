@@ -12,8 +12,8 @@ namespace ember::tune {
 
 nlohmann::json ResidualMlpSearchResult::to_json() const {
   nlohmann::json t = nlohmann::json::array();
-  for (const auto& r : tried) t.push_back({{"workgroups", r.workgroups}, {"tiles_held", r.tiles_held}, {"us", r.us}, {"result", r.result}});
-  return {{"separate_us", separate_us}, {"workgroups", workgroups}, {"tiles_held", tiles_held}, {"best_us", best_us},
+  for (const auto& r : tried) t.push_back({{"workgroups", r.workgroups}, {"us", r.us}, {"result", r.result}});
+  return {{"separate_us", separate_us}, {"workgroups", workgroups}, {"best_us", best_us},
           {"tried", t}, {"budget_hit", budget_hit}};
 }
 
@@ -68,60 +68,56 @@ ResidualMlpSearchResult search_residual_mlp(gpu::KernelCache& kernels, KernelTim
   // how many the adapter has); a CPU adapter runs a workgroup per core at once.
   std::vector<uint32_t> grids{32, 64, 96, 128, 132, 160, 192, 256, 264, 384, 396, 512};
   if (device.adapter().type == "CPU") grids = {1, std::max(1u, std::thread::hardware_concurrency())};
-  for (uint32_t tiles_held : {1u, 8u}) {
-    for (uint32_t workgroups : grids) {
-      if (Clock::now() >= deadline) {
-        res.budget_hit = true;
-        return res;
-      }
-      ResidualMlpTry t{workgroups, tiles_held};
-      std::optional<kernels::ResidualMlpQ4> k;
-      kernels::Bound bound;
-      gpu::Buffer scratch;
-      try {
-        k.emplace(kernels, kernels::ResidualMlpConfig{.hidden = H, .ffn = F, .proj_cols = CO, .workgroups = workgroups, .tiles_held = tiles_held,
-                                                      .eps = eps});
-        scratch = device.create_storage(k->scratch_bytes(), "tune.residual_mlp.scratch");
-        steps = 0;  // a fresh scratch: its uses count from 1
-        bound = k->bind(m.proj, m.gate_up, m.down, {&y}, {&x}, {&norm_w}, {&scratch}, {&step});
-      } catch (const Error& e) {
-        t.result = e.what();
-        res.tried.push_back(t);
-        continue;
-      }
-      auto fused = [&](gpu::Recorder& rec) {
-        steps++;
-        rec.write(step_ring, uint64_t(steps % 64) * sizeof(kernels::StepParams), kernels::StepParams{.decode_step = steps}, step);
-        k->record(rec, bound);
-      };
-      gpu::Recorder rec(device);
-      restart(rec);
-      fused(rec);
-      rec.submit();
-      auto gave_up = [&] { return device.download_as<uint32_t>(scratch, k->status_offset(), 1)[0] != 0; };
-      if (gave_up()) {
-        t.result = "a wait gave up (the grid does not run all at once)";
-        res.tried.push_back(t);
-        break;  // larger grids will not either
-      }
-      if (const double d = rel_l2(device.download_as<float>(x), reference); !(d <= kRejectRelL2)) {
-        t.result = "output differs from the separate dispatches (rel L2 " + std::to_string(d) + ")";
-        res.tried.push_back(t);
-        continue;
-      }
-      t.us = timer.time_us(fused, KernelTimer::Measure::span);
-      if (gave_up()) {
-        t.us = 0;
-        t.result = "a wait gave up while timed";
-        res.tried.push_back(t);
-        break;
-      }
+  for (uint32_t workgroups : grids) {
+    if (Clock::now() >= deadline) {
+      res.budget_hit = true;
+      return res;
+    }
+    ResidualMlpTry t{workgroups};
+    std::optional<kernels::ResidualMlpQ4> k;
+    kernels::Bound bound;
+    gpu::Buffer scratch;
+    try {
+      k.emplace(kernels, kernels::ResidualMlpConfig{.hidden = H, .ffn = F, .proj_cols = CO, .workgroups = workgroups, .eps = eps});
+      scratch = device.create_storage(k->scratch_bytes(), "tune.residual_mlp.scratch");
+      steps = 0;  // a fresh scratch: its uses count from 1
+      bound = k->bind(m.proj, m.gate_up, m.down, {&y}, {&x}, {&norm_w}, {&scratch}, {&step});
+    } catch (const Error& e) {
+      t.result = e.what();
       res.tried.push_back(t);
-      if (t.us < res.best_us) {
-        res.best_us = t.us;
-        res.workgroups = workgroups;
-        res.tiles_held = tiles_held;
-      }
+      continue;
+    }
+    auto fused = [&](gpu::Recorder& rec) {
+      steps++;
+      rec.write(step_ring, uint64_t(steps % 64) * sizeof(kernels::StepParams), kernels::StepParams{.decode_step = steps}, step);
+      k->record(rec, bound);
+    };
+    gpu::Recorder rec(device);
+    restart(rec);
+    fused(rec);
+    rec.submit();
+    auto gave_up = [&] { return device.download_as<uint32_t>(scratch, k->status_offset(), 1)[0] != 0; };
+    if (gave_up()) {
+      t.result = "a wait gave up (the grid does not run all at once)";
+      res.tried.push_back(t);
+      break;  // larger grids will not either
+    }
+    if (const double d = rel_l2(device.download_as<float>(x), reference); !(d <= kRejectRelL2)) {
+      t.result = "output differs from the separate dispatches (rel L2 " + std::to_string(d) + ")";
+      res.tried.push_back(t);
+      continue;
+    }
+    t.us = timer.time_us(fused, KernelTimer::Measure::span);
+    if (gave_up()) {
+      t.us = 0;
+      t.result = "a wait gave up while timed";
+      res.tried.push_back(t);
+      break;
+    }
+    res.tried.push_back(t);
+    if (t.us < res.best_us) {
+      res.best_us = t.us;
+      res.workgroups = workgroups;
     }
   }
   return res;

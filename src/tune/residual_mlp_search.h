@@ -1,5 +1,4 @@
-// The one-dispatch residual MLP part of `ember tune` (candidate residualMlpWorkgroups and
-// residualMlpTilesHeld): a layer's out projection, ffn norm and MLP as decode runs them by
+// The one-dispatch residual MLP part of `ember tune` (candidate residualMlpWorkgroups): a layer's out projection, ffn norm and MLP as decode runs them by
 // default (three matvecs at the tuned geometries) against kernels::ResidualMlpQ4 at grids of
 // several sizes. Each grid is checked against the separate path's output, and for waits that gave
 // up: a grid the GPU cannot hold at once, after which no larger grid is tried.
@@ -16,7 +15,7 @@
 namespace ember::tune {
 
 struct ResidualMlpTry {
-  uint32_t workgroups = 0, tiles_held = 0;
+  uint32_t workgroups = 0;
   double us = 0;       // median GPU time; 0 when not usable
   std::string result;  // "" usable, else why not ("output differs", "a wait gave up", the config error)
 };
@@ -24,7 +23,6 @@ struct ResidualMlpTry {
 struct ResidualMlpSearchResult {
   double separate_us = 0;        // the three matvecs, first start to last end
   uint32_t workgroups = 0;       // the winner (0: the separate dispatches stay)
-  uint32_t tiles_held = 1;
   double best_us = 0;            // the winner's time (separate_us when workgroups is 0)
   std::vector<ResidualMlpTry> tried;
   bool budget_hit = false;

@@ -211,7 +211,8 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
   // ---- a layer's out projection + MLP as one dispatch, where decode runs the unfused MLP with the
   // ffn norm in the gate_up matvec (what the one dispatch replaces) ----
   const bool norm_fused = !res.norm || res.norm->budget_hit || res.norm->norm_fuse;
-  if (!res.mlp_pair && !input.unfused && norm_fused) {
+  const auto residual_deadline = at(t0, budget * 0.89);
+  if (!res.mlp_pair && !input.unfused && norm_fused && Clock::now() < residual_deadline) {
     const std::string L0 = formats::layer_prefix(0);
     const bool attn0 = shape.layer_types.front() == formats::LayerType::Attention;
     const uint32_t H = uint32_t(shape.hidden), F = uint32_t(shape.ffn), Q = uint32_t(shape.q_rows());
@@ -221,7 +222,7 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
     if (proj && gu && dn) {
       ResidualMlpMatrices rm{weights.matrix(L0 + (attn0 ? "attn.o_proj" : "conv.out_proj"), H, attn0 ? Q : H), weights.matrix(L0 + "mlp.gate_up", 2 * F, H),
                              weights.matrix(L0 + "mlp.down", H, F), proj->best.config, gu->best.config, dn->best.config};
-      res.residual_mlp = search_residual_mlp(kernels, timer, shape, rm, at(t0, budget * 0.89));
+      res.residual_mlp = search_residual_mlp(kernels, timer, shape, rm, residual_deadline);
       res.budget_hit |= res.residual_mlp->budget_hit;
       char line[200];
       std::snprintf(line, sizeof line, "layer  out projection + MLP: 3 dispatches %8.2f us, one dispatch best %8.2f us -> residualMlpWorkgroups %u",
@@ -307,12 +308,9 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
     c.extra["prefillMatmul"] = pm;
   }
   if (res.norm && !res.norm->budget_hit) c.extra["normFuse"] = res.norm->norm_fuse;
-  c.extra.erase("residualMlpTilesHeld");
   c.extra.erase("residualMlpWorkgroups");
-  if (res.residual_mlp) {
+  if (res.residual_mlp && !res.residual_mlp->tried.empty())
     c.extra["residualMlpWorkgroups"] = res.residual_mlp->workgroups;  // 0: measured slower, stays off
-    if (res.residual_mlp->workgroups) c.extra["residualMlpTilesHeld"] = res.residual_mlp->tiles_held;
-  }
   c.mlp_half_dot = "none";  // what ran here: f32 (the f16 options are unavailable, see above)
   c.mlp_half_product = "none";
   rt.expected_subgroup_size = device.subgroup_size();
