@@ -204,7 +204,9 @@ fn stage_input(s: u32, li: u32, sgl: u32) {
 }
 
 // The lane groups' totals of their (up to two) rows into `partials` (uniform control flow); the
-// caller reads them with group_total after the barrier this ends with.
+// caller reads them with group_total after the barrier this ends with. sgl, the hardware subgroup
+// size, is passed down from main rather than kept in a private: the uniformity analysis then knows
+// it is uniform (the shuffles need that).
 fn reduce_rows(li: u32, a0: f32, a1: f32, sgl: u32) {
 #if SUBGROUPS
   let w = min(L, sgl);
