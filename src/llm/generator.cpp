@@ -133,6 +133,10 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   stats.total_ms = ms_since(t0);
   if (stats.generated > 1)
     stats.decode_tok_s = (stats.generated - 1) / (std::chrono::duration<double>(Clock::now() - first_token_at).count());
+  if (model_.residual_mlp_failed())
+    throw Error("a wait of the one-dispatch residual MLP gave up while generating: its workgroups did not all run at once, so the "
+                "tokens since are wrong",
+                "generate", "lower or remove the candidate's residualMlpWorkgroups in runtime.json");
   return stats;
 }
 
