@@ -331,7 +331,7 @@ void Lfm2Model::build() {
 
 void Lfm2Model::build_residual_mlp() {
   const auto& s = shape();
-  const uint32_t H = u32(s.hidden), F = u32(s.ffn), Q = u32(s.q_rows());
+  const uint32_t H = u32(s.hidden), F = u32(s.ffn);
   auto off = [&](const std::string& why) {
     choices_.warnings.push_back("residualMlpWorkgroups " + std::to_string(choices_.residual_mlp_workgroups) + ": " + why +
                                 "; decode runs the out projection and the MLP as separate dispatches");
@@ -342,7 +342,7 @@ void Lfm2Model::build_residual_mlp() {
   kernels::ResidualMlpConfig rc{.hidden = H, .ffn = F, .workgroups = choices_.residual_mlp_workgroups, .eps = static_cast<float>(s.eps())};
   try {
     for (const Layer& l : layers_) {
-      rc.proj_cols = l.type == LayerType::Attention ? Q : H;
+      rc.proj_cols = l.mix_out.cols;
       if (!ops_->residual_mlp.count(rc.proj_cols)) ops_->residual_mlp.emplace(rc.proj_cols, kernels::ResidualMlpQ4(kernels_, rc));
     }
   } catch (const Error& e) {
@@ -354,9 +354,8 @@ void Lfm2Model::build_residual_mlp() {
   residual_status_offset_ = any.status_offset();
   residual_scratch_ = device_.create_storage(residual_stride_ * layers_.size(), "decode.residual_mlp.scratch");
   auto bind = [&](const Layer& l, gpu::Binding x, gpu::Binding scratch, gpu::Binding step) {
-    const bool attn = l.type == LayerType::Attention;
-    return ops_->residual_mlp.at(attn ? Q : H)
-        .bind(l.mix_out, l.gate_up, l.down, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, x,
+    return ops_->residual_mlp.at(l.mix_out.cols)
+        .bind(l.mix_out, l.gate_up, l.down, l.type == LayerType::Attention ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, x,
               {&weights_->section(l.prefix + "mlp.gate_up.norm")}, scratch, step);
   };
   // The probe: one step of layer 0 on scratch of its own, waiting for its words at decode_step 1.
@@ -367,7 +366,7 @@ void Lfm2Model::build_residual_mlp() {
   const Layer& first = layers_.front();
   kernels::Bound probe = bind(first, {&h_}, {&probe_scratch}, {&probe_step});
   gpu::Recorder rec(device_);
-  ops_->residual_mlp.at(first.type == LayerType::Attention ? Q : H).record(rec, probe);
+  ops_->residual_mlp.at(first.mix_out.cols).record(rec, probe);
   rec.submit();
   if (device_.download_as<uint32_t>(probe_scratch, residual_status_offset_, 1)[0] != 0)
     return off("its " + std::to_string(choices_.residual_mlp_workgroups) + " workgroups do not all run at once on this device");
@@ -463,7 +462,7 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
       else if (!conv_step_fused_) o.conv_decode->record(rec, l.conv_decode, T);  // else in the in_proj matvec
     }
     if (decode && residual_mlp_) {  // mix_out, the ffn norm and the MLP in one dispatch
-      o.residual_mlp.at(l.type == LayerType::Attention ? u32(shape().q_rows()) : u32(shape().hidden)).record(rec, l.residual_mlp);
+      o.residual_mlp.at(l.mix_out.cols).record(rec, l.residual_mlp);
       continue;
     }
     if (decode) o.matvec.at(l.mix_out_key).record(rec, l.mix_out_mv);
