@@ -173,6 +173,29 @@ TEST(Lfm2Batch, PaddedCacheAndFlashBlocksMatchDecodeAlone) {
   fs::remove_all(dir);
 }
 
+// The server decodes a sequence alone again after batched steps moved its position: a lone
+// decode step, which advances its step parameters on the GPU, first catches them up.
+TEST(Lfm2Batch, LoneDecodeAfterBatchedStepsContinuesTheSequence) {
+  auto pack = formats::LlmPack::open(test::lfm2_test_pack("tiny"));
+  auto caches = llm::Lfm2Model::make_caches(test::test_device(), pack, 1);
+  llm::Lfm2Model m(test::test_device(), test::test_kernels(), pack, {.prefill_chunk = 8, .quiet = true, .caches = caches});
+  llm::Lfm2BatchDecoder batch({&m});
+  const auto prompt = prompt_ids(m.vocab(), 6, 7);
+  const Trace alone = decode_alone(pack, prompt, 5);
+  m.prefill(prompt);
+  for (uint32_t k = 0; k < 5; k++) {
+    put_token(m, alone.tokens[k]);
+    gpu::Recorder rec(m.device());
+    const bool batched = k == 1 || k == 2;
+    const std::vector<uint32_t> row0{0};
+    if (batched) batch.record(rec, row0);
+    else m.record_decode(rec);
+    rec.submit();
+    auto got = m.device().download_as<float>(batched ? batch.logits() : m.logits());
+    ASSERT_LT(test::rel_l2(row_of(got, 0, m.vocab()), alone.logits[k + 1]), kBatchLogitTolerance) << "step " << k << (batched ? " (batched)" : " (alone)");
+  }
+}
+
 TEST(Lfm2Batch, BadRowsAreClearErrors) {
   auto pack = formats::LlmPack::open(test::lfm2_test_pack("tiny"));
   auto caches = llm::Lfm2Model::make_caches(test::test_device(), pack, 2);

@@ -1,6 +1,7 @@
 #include "kernels/embed_q4.h"
 
 #include "common/error.h"
+#include "kernels/step.h"
 
 namespace ember::kernels {
 namespace {
@@ -23,6 +24,9 @@ EmbedQ4::EmbedQ4(gpu::KernelCache& kernels, const EmbedConfig& config) : kernels
   gpu::KernelKey key{.file = "embed_q4.wgsl", .constants = {{"WG", config.workgroup_size}}};
   if (config.asymmetric) key.defines.insert("ASYMMETRIC");
   kernel_ = &kernels.get(key);
+  key.entry = "decode";
+  key.defines.insert("ADVANCE_STEP");
+  decode_kernel_ = &kernels.get(key);
 }
 
 Bound EmbedQ4::bind(const Q4Matrix& w, gpu::Binding ids, gpu::Binding out, uint32_t tokens) const {
@@ -41,6 +45,22 @@ Bound EmbedQ4::bind(const Q4Matrix& w, gpu::Binding ids, gpu::Binding out, uint3
   b.groups_x = (config_.cols / 8 + config_.workgroup_size - 1) / config_.workgroup_size;
   b.groups_y = tokens;
   return b;
+}
+
+Dispatch EmbedQ4::bind_decode(const Q4Matrix& w, gpu::Binding ids, gpu::Binding step, gpu::Binding out) const {
+  const std::string where = decode_kernel_->label();
+  check_q4_matrix(w, config_.rows, config_.cols, config_.asymmetric, where);
+  require_binding(ids, 4, "ids", where);
+  require_binding(step, sizeof(StepParams), "step", where);
+  require_binding(out, uint64_t(config_.cols) * 4, "out", where);
+  Dispatch d;
+  d.kernel = decode_kernel_;
+  d.params = kernels_.device().create_uniform(EmbedParams{config_.rows, config_.cols, config_.cols / 32, 1}, "embed_q4 params");
+  std::vector<gpu::Binding> bindings{w.quant, w.scales, ids, out, {&d.params}};
+  if (config_.asymmetric) bindings.push_back(w.zero_points);
+  bindings.push_back(step);
+  d.group = kernels_.bind(*decode_kernel_, bindings);
+  return d;  // one workgroup
 }
 
 void EmbedQ4::record(gpu::Recorder& rec, const Bound& bound) const {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "kernels/dispatch.h"
 #include "kernels/q4_matrix.h"
 
 namespace ember::kernels {
@@ -22,12 +23,18 @@ class EmbedQ4 {
   Bound bind(const Q4Matrix& w, gpu::Binding ids, gpu::Binding out, uint32_t tokens) const;
   void record(gpu::Recorder& rec, const Bound& bound) const;
 
+  // One decode step that advances the step parameters on the GPU (embed_q4.wgsl ADVANCE_STEP):
+  // embeds ids[start + rows] of the step that `step` (StepParams, read-write) describes, then
+  // rewrites `step` as {that position, 1 row, decode_step + 1}. `ids` is the whole token buffer.
+  Dispatch bind_decode(const Q4Matrix& w, gpu::Binding ids, gpu::Binding step, gpu::Binding out) const;
+
   const gpu::Kernel& kernel() const { return *kernel_; }
 
  private:
   gpu::KernelCache& kernels_;
   EmbedConfig config_;
   const gpu::Kernel* kernel_ = nullptr;
+  const gpu::Kernel* decode_kernel_ = nullptr;
 };
 
 }  // namespace ember::kernels

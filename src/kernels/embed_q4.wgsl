@@ -3,6 +3,10 @@
 // the GPU just sampled without a round trip. An id >= rows (never valid) yields a zero row
 // rather than a read outside the matrix.
 // ASYMMETRIC: zero points (the tied head/embed matrix); otherwise (q - 8) * scale.
+// ADVANCE_STEP (entry `decode`, one workgroup): one decode step that also advances the step
+// parameters on the GPU (step.wgsl): the token is ids[start + rows] of the step before (a prefill
+// chunk or a decode step), and the step buffer becomes {that position, 1 row, decode_step + 1} for
+// the kernels after this one. A decode step then needs no upload and no copy of its own.
 
 struct Params {
   rows: u32,
@@ -19,19 +23,23 @@ struct Params {
 #if ASYMMETRIC
 @group(0) @binding(5) var<storage, read> zero_points: array<u32>;
 #endif
+#if ADVANCE_STEP
+#include "step.wgsl"
+#if ASYMMETRIC
+const STEP_SLOT = 6u;
+#else
+const STEP_SLOT = 5u;
+#endif
+@group(0) @binding(STEP_SLOT) var<storage, read_write> step: Step;
+#endif
 
 override WG: u32 = 128u;
 
 #include "q4_block.wgsl"
 
-// One lane per quant word (8 outputs); grid y = token.
-@compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let word = gid.x;  // word index inside the row
-  let t = gid.y;
+// Quant word `word` (8 outputs) of row `id` into token slot t.
+fn embed_word(id: u32, word: u32, t: u32) {
   let words = p.cols / 8u;
-  if (word >= words || t >= p.tokens) { return; }
-  let id = ids[t];
   var lo = vec4<f32>(0.0);
   var hi = vec4<f32>(0.0);
   if (id < p.rows) {
@@ -50,3 +58,22 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   out[o] = lo;
   out[o + 1u] = hi;
 }
+
+// One lane per quant word; grid y = token.
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  if (gid.x >= p.cols / 8u || gid.y >= p.tokens) { return; }
+  embed_word(ids[gid.y], gid.x, gid.y);
+}
+
+#if ADVANCE_STEP
+@compute @workgroup_size(WG)
+fn decode(@builtin(local_invocation_index) li: u32) {
+  let prev = step;
+  storageBarrier();  // every lane has read the old parameters before lane 0 replaces them
+  let pos = prev.start + prev.rows;
+  if (li == 0u) { step = Step(pos, 1u, prev.seq, prev.decode_step + 1u); }
+  let id = select(p.rows, ids[min(pos, arrayLength(&ids) - 1u)], pos < arrayLength(&ids));
+  for (var word = li; word < p.cols / 8u; word += WG) { embed_word(id, word, 0u); }
+}
+#endif

@@ -218,7 +218,6 @@ void Lfm2Model::build() {
   for (const auto& [key, mm] : ops_->matmul) split_floats = std::max(split_floats, kernels::matmul_split_floats(mm.config(), C));
   if (split_floats) split_partials_ = f32(split_floats, "prefill.split_partials");
   chunk_ids_ = device.create_storage(uint64_t(C) * 4, "prefill.ids");
-  cur_id_ = device.create_storage(16, "decode.id");
   tokens_ = device.create_storage(uint64_t(capacity_) * 4 + 16, "tokens");
   step_ = kernels::create_step_buffer(device);
   step_ring_ = device.create_storage(kStepRing * sizeof(kernels::StepParams), "decode.step_ring");
@@ -324,7 +323,7 @@ void Lfm2Model::build() {
   } else {
     head_mv_ = prefill_head.bind(head, {&h_last_}, {&logits_});
   }
-  decode_embed_ = o.embed->bind(weights_->matrix("embed", V, H), {&cur_id_, 0, 4}, {&x_}, 1);
+  decode_embed_ = o.embed->bind_decode(weights_->matrix("embed", V, H), {&tokens_}, {&step_}, {&x_});
   if (choices_.residual_mlp_workgroups) build_residual_mlp();
   device.check("building the LFM2 graph");
 }
@@ -405,8 +404,9 @@ void Lfm2Model::reset() {
   clear_state_ = true;
 }
 
-void Lfm2Model::upload_step(uint32_t start, uint32_t rows) const {
-  kernels::upload_step(device_, step_, kernels::StepParams{.start = start, .rows = rows});
+void Lfm2Model::upload_step(uint32_t start, uint32_t rows) {
+  kernels::upload_step(device_, step_, kernels::StepParams{.start = start, .rows = rows, .decode_step = decode_steps_});
+  step_next_ = start + rows;
 }
 
 const Lfm2Model::Chunk& Lfm2Model::chunk_for(uint32_t T) {
@@ -554,14 +554,15 @@ void Lfm2Model::record_decode(gpu::Recorder& rec) {
     throw Error("the context is full (" + std::to_string(capacity_) + " positions)", "decode",
                 "start a new conversation or use a pack with a larger maxTotalPositions");
   const size_t before = rec.dispatches();
+  if (step_next_ != position_)
+    rec.write(step_ring_, uint64_t(position_ % kStepRing) * sizeof(kernels::StepParams),
+              kernels::StepParams{.start = position_, .rows = 0, .decode_step = decode_steps_}, step_);
   decode_steps_++;  // from 1; wrapping keeps the parity alternating
-  rec.write(step_ring_, uint64_t(position_ % kStepRing) * sizeof(kernels::StepParams),
-            kernels::StepParams{.start = position_, .rows = 1, .decode_step = decode_steps_}, step_);
-  rec.copy(tokens_, uint64_t(position_) * 4, cur_id_, 0, 4);
-  ops_->embed->record(rec, decode_embed_);
+  decode_embed_.record(rec);  // embeds tokens[position_]; step_ becomes {position_, 1, decode_steps_}
   record_layers(rec, 1, nullptr);
   record_head(rec, 1, /*decode=*/true);
   position_++;
+  step_next_ = position_;
   decode_dispatches_ = rec.dispatches() - before;
 }
 

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "gpu/kernel.h"
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
+#include "kernels/dispatch.h"
 #include "kernels/matvec_q4.h"
 #include "kernels/matmul_q4.h"
 #include "llm/kernel_choice.h"
@@ -130,7 +132,7 @@ class Lfm2Model {
   void build();
   void build_residual_mlp();
 
-  void upload_step(uint32_t start, uint32_t rows) const;
+  void upload_step(uint32_t start, uint32_t rows);
   void record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk);
   void record_head(gpu::Recorder& rec, uint32_t T, bool decode = false);
   const Chunk& chunk_for(uint32_t T);
@@ -151,16 +153,21 @@ class Lfm2Model {
   bool prefill_gated_ = false;    // the prefill gate_up matmul applies silu * up itself
   bool residual_mlp_ = false;     // decode: out projection + MLP in one dispatch per layer
   uint32_t decode_steps_ = 0;     // StepParams::decode_step of the last recorded decode
+  // start + rows of the StepParams that step_ will hold when the next recorded work runs, when
+  // known: a decode step's embed advances step_ from there on the GPU (EmbedQ4::bind_decode).
+  std::optional<uint32_t> step_next_;
   size_t decode_dispatches_ = 0;
   size_t prefill_dispatches_ = 0, prefill_chunks_ = 0;
 
   // Activations, [prefill_chunk] rows each (decode uses row 0).
-  gpu::Buffer x_, h_, bcx_, qkv_, conv_y_, attn_, gu_, act_, x_last_, h_last_, chunk_ids_, cur_id_;
+  gpu::Buffer x_, h_, bcx_, qkv_, conv_y_, attn_, gu_, act_, x_last_, h_last_, chunk_ids_;
   gpu::BindGroup head_norm_;
-  kernels::Bound head_mv_, decode_head_mv_, decode_embed_;
+  kernels::Bound head_mv_, decode_head_mv_;
+  kernels::Dispatch decode_embed_;
   gpu::Buffer logits_, tokens_, step_;
-  // Decode: step k's StepParams at slot k % kStepRing, copied into step_ inside the command stream
-  // (a queue write lands before the submit's commands, so steps sharing a submit cannot share it).
+  // Decode after the position moved without step_ (a batched step, a reset): the StepParams that
+  // lead to it, at slot position % kStepRing, copied into step_ inside the command stream (a queue
+  // write lands before the submit's commands, so steps sharing a submit cannot share a slot).
   gpu::Buffer step_ring_;
   gpu::Buffer split_partials_;  // split-K prefill matmuls only
   // residual_mlp: per layer (residual_stride_ bytes apart) its tagged words and status word.
