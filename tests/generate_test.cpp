@@ -55,6 +55,26 @@ TEST(Generate, GreedyTokensEqualTheReference) {
   }
 }
 
+// A stop inside a submit of several steps: the ids up to it are reported (read back together),
+// the rest of the submit is discarded, and the sequence cannot be continued.
+TEST(Generate, StopInsideASubmitReportsUpToItAndDiscardsTheRest) {
+  auto pack = formats::LlmPack::open(test::lfm2_test_pack("tiny"));
+  llm::Lfm2Model model(test::test_device(), test::test_kernels(), pack, {.quiet = true});
+  llm::Generator gen(model);
+  const std::vector<uint32_t> prompt = {2, 40, 9};
+  const auto all = generate(gen, prompt, kGreedy, 12, 8, 4);
+  ASSERT_EQ(all.size(), 12u);
+  gen.reset();
+  std::vector<uint32_t> got;
+  auto st = gen.generate(prompt, kGreedy, {.max_tokens = 12, .in_flight = 8, .steps_per_submit = 4}, [&](uint32_t id) {
+    got.push_back(id);
+    return got.size() < 4;  // submits of 1, then 4 steps: the 3rd id of the second
+  });
+  EXPECT_EQ(got, std::vector<uint32_t>(all.begin(), all.begin() + 4));
+  EXPECT_EQ(st.generated, 4u);
+  EXPECT_TRUE(gen.pending().empty());
+}
+
 TEST(Generate, SameSeedSameTokens) {
   auto pack = formats::LlmPack::open(test::lfm2_test_pack("tiny"));
   llm::Lfm2Model model(test::test_device(), test::test_kernels(), pack, {.quiet = true});

@@ -31,10 +31,12 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   const auto& device = model_.device();
   const uint32_t depth = std::max<uint32_t>(1, options.in_flight);
   const uint32_t batch = std::clamp<uint32_t>(options.steps_per_submit, 1, std::min(depth, Lfm2Model::kStepRing));
+  // A submit's read-back: its ids at 0 (up to kStepRing of them), then each step's logits if asked.
+  constexpr uint64_t kIdBytes = Lfm2Model::kStepRing * 4;
   const uint64_t logits_bytes = options.on_logits ? uint64_t(model_.vocab()) * 4 : 0;
-  if (readback_bytes_ != 256 + logits_bytes) {
+  if (readback_bytes_ != kIdBytes + batch * logits_bytes) {
     readback_.clear();
-    readback_bytes_ = 256 + logits_bytes;
+    readback_bytes_ = kIdBytes + batch * logits_bytes;
   }
   while (readback_.size() < depth + 1)
     readback_.push_back(device.create_buffer(readback_bytes_, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "sampled.readback"));
@@ -49,29 +51,29 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   model_.prefill(feed);
 
   // A step: [decode the previous id (not for the first step)] + sample the next id into
-  // tokens[position] + copy it to a read-back buffer. The sampler reads the logits the decode just
-  // wrote; the next decode reads the id the sampler just wrote. Up to `batch` steps per submit.
+  // tokens[position]. The sampler reads the logits the decode just wrote; the next decode reads
+  // the id the sampler just wrote. Up to `batch` steps per submit; their ids sit at consecutive
+  // positions, read back with one copy at the end of the submit.
   struct InFlight {
-    uint32_t slot;  // readback buffer index
+    uint32_t slot;       // readback buffer index
+    uint32_t steps = 0;  // ids (and logits) in it
     bool mapped = false, ready = false;
   };
   std::deque<InFlight> flight;
-  uint32_t next_slot = 0, submitted = 0, kept = 0, last_id = 0;
+  uint32_t next_slot = 0, submitted = 0, kept = 0, last_id = 0, steps_in_flight = 0;
   bool stop = false;
   Clock::time_point first_token_at{};
   const uint32_t capacity = model_.capacity();
-  auto record_step = [&](gpu::Recorder& rec, bool decode_previous) {
-    if (decode_previous) model_.record_decode(rec);
+  auto record_step = [&](gpu::Recorder& rec, InFlight& f) {
+    if (submitted > 0) model_.record_decode(rec);
     const uint32_t pos = model_.position();
     rec.write(params_ring_, uint64_t(submitted % Lfm2Model::kStepRing) * sizeof(kernels::SamplerParams),
               sampling.gpu_params(sample_vocab_, pos, submitted), params_);
     if (sampling.greedy()) sampler_->record_greedy(rec, groups_);
     else sampler_->record_sample(rec, groups_);
-    InFlight f{next_slot};
-    next_slot = (next_slot + 1) % static_cast<uint32_t>(readback_.size());
-    rec.copy(model_.tokens(), uint64_t(pos) * 4, readback_[f.slot], 0, 4);
-    if (logits_bytes) rec.copy(model_.logits(), 0, readback_[f.slot], 256, logits_bytes);
-    flight.push_back(f);
+    if (logits_bytes) rec.copy(model_.logits(), 0, readback_[f.slot], kIdBytes + f.steps * logits_bytes, logits_bytes);
+    f.steps++;
+    submitted++;
   };
   auto start_map = [&](InFlight& f) {
     WGPUBufferMapCallbackInfo cb{};
@@ -87,13 +89,16 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
     // Keep up to `depth` steps ahead, sent `batch` at a time (the first step alone).
     while (can_submit()) {
       const uint32_t n = submitted > 0 ? batch : 1;
-      if (flight.size() + n > depth) break;
+      if (steps_in_flight + n > depth) break;
+      InFlight f{next_slot};
+      next_slot = (next_slot + 1) % static_cast<uint32_t>(readback_.size());
       gpu::Recorder rec(device);
-      for (uint32_t i = 0; i < n && can_submit(); i++) {
-        record_step(rec, submitted > 0);
-        submitted++;
-      }
+      const uint32_t first = model_.position() + (submitted > 0 ? 1 : 0);  // where the first step's id goes
+      while (f.steps < n && can_submit()) record_step(rec, f);
+      rec.copy(model_.tokens(), uint64_t(first) * 4, readback_[f.slot], 0, uint64_t(f.steps) * 4);
       rec.submit();
+      steps_in_flight += f.steps;
+      flight.push_back(f);
     }
     if (flight.empty()) break;
     InFlight& f = flight.front();
@@ -101,31 +106,32 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
       if (!g.mapped) start_map(g);
     device.instance().wait_until([&] { return f.ready; });
     device.check("generating");
-    uint32_t id;
     const auto* mapped = static_cast<const uint8_t*>(wgpuBufferGetConstMappedRange(readback_[f.slot].get(), 0, readback_bytes_));
-    std::memcpy(&id, mapped, 4);
-    std::vector<float> logits;
-    if (logits_bytes && !stop) {
-      logits.resize(model_.vocab());
-      std::memcpy(logits.data(), mapped + 256, logits_bytes);
+    for (uint32_t i = 0; i < f.steps && !stop; i++) {  // steps past a stop are discarded
+      uint32_t id;
+      std::memcpy(&id, mapped + 4 * i, 4);
+      if (stats.generated == 0) {
+        first_token_at = Clock::now();
+        stats.ttft_ms = ms_since(t0);
+      }
+      stats.generated++;
+      kept++;
+      last_id = id;
+      if (logits_bytes) {
+        std::vector<float> logits(model_.vocab());
+        std::memcpy(logits.data(), mapped + kIdBytes + i * logits_bytes, logits_bytes);
+        options.on_logits(logits);
+      }
+      bool is_stop = std::find(options.stop_ids.begin(), options.stop_ids.end(), id) != options.stop_ids.end();
+      bool keep_going = on_token(id);
+      if (is_stop || !keep_going) {
+        stop = true;
+        stats.stopped = is_stop;
+      }
     }
     wgpuBufferUnmap(readback_[f.slot].get());
+    steps_in_flight -= f.steps;
     flight.pop_front();
-    if (stop) continue;  // steps in flight past a stop are discarded
-    if (stats.generated == 0) {
-      first_token_at = Clock::now();
-      stats.ttft_ms = ms_since(t0);
-    }
-    stats.generated++;
-    kept++;
-    last_id = id;
-    if (logits_bytes) options.on_logits(logits);
-    bool is_stop = std::find(options.stop_ids.begin(), options.stop_ids.end(), id) != options.stop_ids.end();
-    bool keep_going = on_token(id);
-    if (is_stop || !keep_going) {
-      stop = true;
-      stats.stopped = is_stop;
-    }
   }
   // Every step decodes the id sampled by the one before, so the last kept id is not in the
   // caches yet. The caches are exact (continuable) only if no step was discarded.

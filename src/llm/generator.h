@@ -70,7 +70,7 @@ class Generator {
   kernels::Sampler::Groups groups_;
   gpu::Buffer params_;
   gpu::Buffer params_ring_;  // step k's SamplerParams at slot k % Lfm2Model::kStepRing, copied to params_ in the stream
-  std::vector<gpu::Buffer> readback_;  // per step in flight: the sampled id at 0, logits at 256 if asked
+  std::vector<gpu::Buffer> readback_;  // per submit in flight: its sampled ids, then its logits if asked
   uint64_t readback_bytes_ = 0;
   std::vector<uint32_t> pending_;
   uint32_t sample_vocab_;
