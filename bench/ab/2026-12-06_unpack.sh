@@ -1,8 +1,8 @@
 # Sourced by scripts/device_run.sh: `run:bench/ab/2026-12-06_unpack.sh`. Three builds: ember_base
 # (a744c52: integer-to-float conversions), ember_unpack (23e0302: nibbles unpacked by OR-ing them
-# into the bits of 2^23) and ember (also: a decode step advances its step parameters on the GPU,
-# no copies), on the recorded tune (bench/results/tuned_runtime.json) of the seed-shape pack:
-# bench llm at contexts 128 / 2048 and a per-kernel profile of each. Then the q4 kernel tests on
+# into the bits of 2^23) and ember (7f01e39, also: a decode step advances its step parameters on
+# the GPU instead of two copies; the generator reads ids back once a submit), on the recorded
+# tune (bench/results/tuned_runtime.json) of the seed-shape pack: bench llm at contexts 128 / 2048 and a per-kernel profile of each. Then the q4 kernel tests on
 # this GPU, and a fresh `ember tune --allow-mlp-pair` with the new unpacking and its bench.
 rm -rf /tmp/unpack_pack && cp -r "$(seed_pack)" /tmp/unpack_pack && cp bench/results/tuned_runtime.json /tmp/unpack_pack/runtime.json
 summary() {  # FILE LABEL
