@@ -18,9 +18,10 @@ Generator::Generator(Lfm2Model& model, uint32_t sample_vocab)
     : model_(model), sample_vocab_(sample_vocab ? std::min(sample_vocab, model.vocab()) : model.vocab()) {
   const auto& device = model.device();
   sampler_ = std::make_unique<kernels::Sampler>(model.kernels(), sampler_config(sample_vocab_));
-  params_ = device.create_storage(sizeof(kernels::SamplerParams), "sampler.params");
-  params_ring_ = device.create_storage(Lfm2Model::kStepRing * sizeof(kernels::SamplerParams), "sampler.params_ring");
-  groups_ = sampler_->bind({&model.logits()}, {&model.tokens()}, {&params_});
+  params_stride_ = std::max<uint64_t>(sizeof(kernels::SamplerParams), device.limits().minStorageBufferOffsetAlignment);
+  params_ring_ = device.create_storage(Lfm2Model::kStepRing * params_stride_, "sampler.params_ring");
+  for (uint32_t k = 0; k < Lfm2Model::kStepRing; k++)
+    groups_.push_back(sampler_->bind({&model.logits()}, {&model.tokens()}, {&params_ring_, k * params_stride_, sizeof(kernels::SamplerParams)}));
 }
 
 Generator::~Generator() = default;
@@ -64,13 +65,15 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   bool stop = false;
   Clock::time_point first_token_at{};
   const uint32_t capacity = model_.capacity();
+  // Step k samples with the parameters at ring slot k % kStepRing, written by a queue write that
+  // lands before its submit's commands (no copy in the command stream).
   auto record_step = [&](gpu::Recorder& rec, InFlight& f) {
     if (submitted > 0) model_.record_decode(rec);
-    const uint32_t pos = model_.position();
-    rec.write(params_ring_, uint64_t(submitted % Lfm2Model::kStepRing) * sizeof(kernels::SamplerParams),
-              sampling.gpu_params(sample_vocab_, pos, submitted), params_);
-    if (sampling.greedy()) sampler_->record_greedy(rec, groups_);
-    else sampler_->record_sample(rec, groups_);
+    const uint32_t slot = submitted % Lfm2Model::kStepRing;
+    const auto params = sampling.gpu_params(sample_vocab_, model_.position(), submitted);
+    device.upload(params_ring_, std::span<const kernels::SamplerParams>(&params, 1), slot * params_stride_);
+    if (sampling.greedy()) sampler_->record_greedy(rec, groups_[slot]);
+    else sampler_->record_sample(rec, groups_[slot]);
     if (logits_bytes) rec.copy(model_.logits(), 0, readback_[f.slot], kIdBytes + f.steps * logits_bytes, logits_bytes);
     f.steps++;
     submitted++;

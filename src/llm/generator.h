@@ -67,9 +67,9 @@ class Generator {
  private:
   Lfm2Model& model_;
   std::unique_ptr<kernels::Sampler> sampler_;
-  kernels::Sampler::Groups groups_;
-  gpu::Buffer params_;
-  gpu::Buffer params_ring_;  // step k's SamplerParams at slot k % Lfm2Model::kStepRing, copied to params_ in the stream
+  std::vector<kernels::Sampler::Groups> groups_;  // one per params ring slot
+  gpu::Buffer params_ring_;  // step k's SamplerParams at slot k % Lfm2Model::kStepRing, params_stride_ apart
+  uint64_t params_stride_ = 0;
   std::vector<gpu::Buffer> readback_;  // per submit in flight: its sampled ids, then its logits if asked
   uint64_t readback_bytes_ = 0;
   std::vector<uint32_t> pending_;
