@@ -1,9 +1,10 @@
 # Sourced by scripts/device_run.sh: `run:bench/ab/2026-12-06_unpack.sh`. Three builds: ember_base
 # (a744c52: integer-to-float conversions), ember_unpack (23e0302: nibbles unpacked by OR-ing them
-# into the bits of 2^23) and ember (7f01e39, also: a decode step advances its step parameters on
-# the GPU instead of two copies; the generator reads ids back once a submit), on the recorded
-# tune (bench/results/tuned_runtime.json) of the seed-shape pack: bench llm at contexts 128 / 2048 and a per-kernel profile of each. Then the q4 kernel tests on
-# this GPU, and a fresh `ember tune --allow-mlp-pair` with the new unpacking and its bench.
+# into the bits of 2^23) and ember (65d16d0, also no copies in a decode step: it advances its step
+# parameters on the GPU; the generator reads ids back once a submit and binds each step's sampler
+# parameters in place), on the recorded tune (bench/results/tuned_runtime.json) of the seed-shape
+# pack: bench llm at contexts 128 / 2048 and a per-kernel profile of each. Then the q4 kernel tests
+# on this GPU, and a fresh `ember tune --allow-mlp-pair` with the new unpacking and its bench.
 rm -rf /tmp/unpack_pack && cp -r "$(seed_pack)" /tmp/unpack_pack && cp bench/results/tuned_runtime.json /tmp/unpack_pack/runtime.json
 summary() {  # FILE LABEL
   python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[2], 'TTFT %.2f ms' % j['ttft_ms'], ' '.join('ctx %d: %.0f tok/s (GPU step %.1f us, wall step %.1f us)' % (c['context'], c['decode_tok_s'], c['step_gpu_us'], c['step_wall_us']) for c in j['contexts']))" "$1" "$2"
