@@ -339,3 +339,48 @@ TEST(Lfm2Engine, SeedShapeResidualMlpKeepsTheLogits) {
   EXPECT_LT(test::rel_l2(fused, separate), 1e-5);
   fs::remove_all(dir);
 }
+
+// Each MLP's down projection inside its gate_up dispatch, added into the fixed-point residual
+// delta (all but the last layer's): the reference logits and tokens, one dispatch fewer per layer
+// but the last.
+TEST(Lfm2Engine, MlpDownDeltaMatchesReference) {
+  fs::path dir = fs::temp_directory_path() / "ember_mlp_down_delta" / std::to_string(getpid());
+  auto p = test::with_candidate(test::lfm2_test_pack("tiny"), dir, {{"mlpDownDelta", 8}});
+  check_against_reference(p, 6, 10, /*check_tokens=*/true);
+  auto pk = formats::LlmPack::open(p);
+  auto dispatches = [&](const llm::ModelOptions& o) {
+    llm::Lfm2Model m(test::test_device(), test::test_kernels(), pk, o);
+    m.prefill(prompt_ids(m.vocab(), 3, 1));
+    decode(m, 1);
+    return std::make_pair(m.decode_dispatches(), m.mlp_down_delta() ? std::string() : m.choices().warnings.back());
+  };
+  auto [with, why] = dispatches({.prefill_chunk = 8, .quiet = true});
+  ASSERT_TRUE(why.empty()) << why;
+  auto plain = formats::LlmPack::open(test::lfm2_test_pack("tiny"));
+  llm::Lfm2Model m(test::test_device(), test::test_kernels(), plain, {.prefill_chunk = 8, .quiet = true});
+  m.prefill(prompt_ids(m.vocab(), 3, 1));
+  decode(m, 1);
+  EXPECT_EQ(with, m.decode_dispatches() - (pk.shape().layers() - 1));
+  fs::remove_all(dir);
+}
+
+// The seed shape (hidden 1024, ffn 2560) with the down projections in the delta gives the
+// separate dispatches' logits.
+TEST(Lfm2Engine, SeedShapeMlpDownDeltaKeepsTheLogits) {
+  fs::path dir = fs::temp_directory_path() / "ember_mlp_down_delta_seed" / std::to_string(getpid());
+  int runs = 0;
+  auto run = [&](nlohmann::json extra) {
+    auto pk = formats::LlmPack::open(test::with_candidate(test::lfm2_test_pack("seed"), dir / std::to_string(runs++), extra));
+    llm::Lfm2Model m(test::test_device(), test::test_kernels(), pk, {.prefill_chunk = 8, .quiet = true});
+    m.prefill(prompt_ids(m.vocab(), 5, 4));
+    std::vector<float> logits;
+    for (uint32_t id : {5u, 9u, 3u}) logits = decode(m, id);
+    return std::make_pair(logits, m.mlp_down_delta());
+  };
+  auto [separate, separate_on] = run(nlohmann::json::object());
+  auto [fused, fused_on] = run({{"mlpDownDelta", 32}});
+  EXPECT_FALSE(separate_on);
+  EXPECT_TRUE(fused_on);
+  EXPECT_LT(test::rel_l2(fused, separate), 1e-5);
+  fs::remove_all(dir);
+}
