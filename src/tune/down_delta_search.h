@@ -10,8 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tune/layer_tail.h"
-#include "tune/kernel_timer.h"
+#include "tune/residual_mlp_search.h"
 
 namespace ember::tune {
 
@@ -35,6 +34,6 @@ struct DownDeltaSearchResult {
 std::vector<uint32_t> down_delta_channels(const kernels::MatvecGeometry& gate_up);
 
 DownDeltaSearchResult search_down_delta(gpu::KernelCache& kernels, KernelTimer& timer, const formats::LlmShape& shape,
-                                        const LayerTailMatrices& m, Clock::time_point deadline);
+                                        const ResidualMlpMatrices& m, Clock::time_point deadline);
 
 }  // namespace ember::tune

@@ -10,7 +10,7 @@
 
 #include "formats/llm_runtime.h"
 #include "tune/kernel_timer.h"
-#include "tune/layer_tail.h"
+#include "tune/matvec_search.h"
 
 namespace ember::tune {
 
@@ -29,7 +29,12 @@ struct ResidualMlpSearchResult {
   nlohmann::json to_json() const;
 };
 
+struct ResidualMlpMatrices {
+  kernels::Q4Matrix proj, gate_up, down;  // one layer's out projection, gate_up, down
+  MatvecConfigChoice proj_config, gate_up_config, down_config;  // their tuned decode matvecs
+};
+
 ResidualMlpSearchResult search_residual_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const formats::LlmShape& shape,
-                                            const LayerTailMatrices& m, Clock::time_point deadline);
+                                            const ResidualMlpMatrices& m, Clock::time_point deadline);
 
 }  // namespace ember::tune

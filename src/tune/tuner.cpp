@@ -220,7 +220,7 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
     const auto* gu = best_of("mlp_gate_up");
     const auto* dn = best_of("mlp_down");
     if (proj && gu && dn) {
-      LayerTailMatrices rm{weights.matrix(L0 + (attn0 ? "attn.o_proj" : "conv.out_proj"), H, attn0 ? Q : H), weights.matrix(L0 + "mlp.gate_up", 2 * F, H),
+      ResidualMlpMatrices rm{weights.matrix(L0 + (attn0 ? "attn.o_proj" : "conv.out_proj"), H, attn0 ? Q : H), weights.matrix(L0 + "mlp.gate_up", 2 * F, H),
                              weights.matrix(L0 + "mlp.down", H, F), proj->best.config, gu->best.config, dn->best.config};
       res.residual_mlp = search_residual_mlp(kernels, timer, shape, rm, residual_deadline);
       res.budget_hit |= res.residual_mlp->budget_hit;
