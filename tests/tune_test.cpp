@@ -345,34 +345,3 @@ TEST(Tune, ResidualMlpSearchChecksEveryGrid) {
     EXPECT_EQ(r.best_us, r.separate_us);
   }
 }
-
-// The mlpDownDelta search on random matrices: the three tuned-geometry matvecs are timed, every
-// channel count the gate_up geometry allows is run against their output (x + delta) and timed,
-// none rejected, and the winner is one of them or the separate path.
-TEST(Tune, DownDeltaSearchChecksEveryChannelCount) {
-  auto& dev = test::test_device();
-  tune::KernelTimer timer(dev, test::test_kernels(), 0, 1);
-  formats::LlmShape shape;
-  shape.layer_types = {formats::LayerType::Conv};
-  shape.hidden = 128;
-  shape.ffn = 192;
-  auto proj = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(128 * 128, 1, 0.5f), 128, 128), "proj");
-  auto gu = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(2 * 192 * 128, 2), 2 * 192, 128), "gate_up");
-  auto down = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(128 * 192, 3, 0.5f), 128, 192), "down");
-  tune::MatvecConfigChoice mv{.variant = kernels::Q4Variant::v3_both, .geometry = {.workgroup_size = 64, .subgroup_size = 8}};
-  EXPECT_EQ(tune::down_delta_channels(mv.geometry), (std::vector<uint32_t>{8, 16, 32, 64}));
-  auto r = tune::search_down_delta(test::test_kernels(), timer, shape, {proj.matrix, gu.matrix, down.matrix, mv, mv, mv},
-                                   tune::Clock::now() + std::chrono::seconds(600));
-  EXPECT_GT(r.separate_us, 0);
-  ASSERT_EQ(r.tried.size(), 4u);
-  EXPECT_FALSE(r.budget_hit);
-  for (const auto& t : r.tried) {
-    EXPECT_EQ(t.result, "") << t.channels << " channels";
-    EXPECT_GT(t.us, 0);
-  }
-  if (r.channels) {
-    EXPECT_TRUE(std::any_of(r.tried.begin(), r.tried.end(), [&](const auto& t) { return t.channels == r.channels && t.us == r.best_us; }));
-  } else {
-    EXPECT_EQ(r.best_us, r.separate_us);
-  }
-}

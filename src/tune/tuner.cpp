@@ -228,12 +228,6 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
       std::snprintf(line, sizeof line, "layer  out projection + MLP: 3 dispatches %8.2f us, one dispatch best %8.2f us -> residualMlpWorkgroups %u",
                     res.residual_mlp->separate_us, res.residual_mlp->best_us, res.residual_mlp->workgroups);
       say(line);
-      // The same three dispatches against two: the down projection in the gate_up, into the delta.
-      res.down_delta = search_down_delta(kernels, timer, shape, rm, residual_deadline);
-      res.budget_hit |= res.down_delta->budget_hit;
-      std::snprintf(line, sizeof line, "layer  out projection + MLP: 3 dispatches %8.2f us, down in the gate_up best %8.2f us -> mlpDownDelta %u",
-                    res.down_delta->separate_us, res.down_delta->best_us, res.down_delta->channels);
-      say(line);
     }
   }
   // ---- prefill matmul geometry per shape, at one full prefill chunk ----
@@ -315,14 +309,8 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
   }
   if (res.norm && !res.norm->budget_hit) c.extra["normFuse"] = res.norm->norm_fuse;
   c.extra.erase("residualMlpWorkgroups");
-  c.extra.erase("mlpDownDelta");
-  // The two ways to shorten a layer's out projection + MLP exclude each other: the faster one
-  // against the same separate dispatches (0: measured slower, stays off).
-  const bool rm_timed = res.residual_mlp && !res.residual_mlp->tried.empty(), dd_timed = res.down_delta && !res.down_delta->tried.empty();
-  const double rm_us = rm_timed && res.residual_mlp->workgroups ? res.residual_mlp->best_us : 1e30;
-  const double dd_us = dd_timed && res.down_delta->channels ? res.down_delta->best_us : 1e30;
-  if (rm_timed) c.extra["residualMlpWorkgroups"] = rm_us < dd_us ? res.residual_mlp->workgroups : 0;
-  if (dd_timed) c.extra["mlpDownDelta"] = dd_us <= rm_us ? res.down_delta->channels : 0;
+  if (res.residual_mlp && !res.residual_mlp->tried.empty())
+    c.extra["residualMlpWorkgroups"] = res.residual_mlp->workgroups;  // 0: measured slower, stays off
   c.mlp_half_dot = "none";  // what ran here: f32 (the f16 options are unavailable, see above)
   c.mlp_half_product = "none";
   rt.expected_subgroup_size = device.subgroup_size();
@@ -341,8 +329,7 @@ nlohmann::json TuneResult::to_json() const {
   for (const auto& p : flash) fl.push_back(p.to_json());
   nlohmann::json j = {{"adapter", adapter}, {"subgroup_size", subgroup_size}, {"seconds", seconds}, {"budget_s", budget_s},
                       {"budget_hit", budget_hit}, {"matvec", mv}, {"flash", fl}, {"flash_direct", flash_direct.to_json()},
-                      {"residual_mlp", residual_mlp ? residual_mlp->to_json() : nlohmann::json()},
-                      {"down_delta", down_delta ? down_delta->to_json() : nlohmann::json()}, {"mlp_pair", mlp_pair}, {"mlp_note", mlp_note},
+                      {"residual_mlp", residual_mlp ? residual_mlp->to_json() : nlohmann::json()}, {"mlp_pair", mlp_pair}, {"mlp_note", mlp_note},
                       {"unavailable", unavailable}, {"candidate", formats::to_json(file.candidate)}};
   j["mlp"] = mlp ? mlp->to_json() : nlohmann::json();
   nlohmann::json pf = nlohmann::json::array();

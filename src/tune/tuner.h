@@ -19,7 +19,6 @@
 #include "tune/matvec_search.h"
 #include "tune/mlp_search.h"
 #include "tune/norm_search.h"
-#include "tune/down_delta_search.h"
 #include "tune/residual_mlp_search.h"
 
 namespace ember::tune {
@@ -46,7 +45,6 @@ struct TuneResult {
   double unfused_mlp_us = 0;  // with --allow-mlp-pair: the unfused chain at the tuned geometries
   std::optional<NormFusionResult> norm;  // normFuse: norms fused into the matvecs vs separate
   std::optional<ResidualMlpSearchResult> residual_mlp;  // out projection + MLP as one dispatch (residualMlpWorkgroups)
-  std::optional<DownDeltaSearchResult> down_delta;      // the down projection in the gate_up dispatch (mlpDownDelta)
   bool mlp_pair = false;
   std::string mlp_note;       // why the MLP was (not) searched
   std::vector<MatmulShapeResult> prefill;  // prefill matmul geometry per shape (candidate prefillMatmul)
