@@ -108,11 +108,6 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
     if (n >= 0 && n <= device.limits().maxComputeWorkgroupsPerDimension) k.residual_mlp_workgroups = c.unfused ? 0 : static_cast<uint32_t>(n);
     else k.warnings.push_back("the candidate's residualMlpWorkgroups (" + it->dump() + ") is not a workgroup count; the fusion stays off");
   }
-  if (auto it = c.extra.find("mlpDownDelta"); it != c.extra.end()) {
-    const int64_t n = it->is_number_integer() ? it->get<int64_t>() : -1;
-    if (n >= 0 && n % 8 == 0 && n <= 1024) k.mlp_down_delta = c.unfused ? 0 : static_cast<uint32_t>(n);
-    else k.warnings.push_back("the candidate's mlpDownDelta (" + it->dump() + ") is not a multiple of 8 channels up to 1024; it stays off");
-  }
   // The fused MLP decides which down copy is the model: keep that choice whatever the geometry.
   k.mlp_pair = c.mlp_pair && !c.unfused;
   if (c.mlp_slices > 0) k.mlp_slices = static_cast<uint32_t>(c.mlp_slices);

@@ -55,14 +55,6 @@ struct KernelChoices {
   // extra key `residualMlpWorkgroups`, written by `ember tune`); 0 = three matvec dispatches. The
   // model checks once on the device that the grid runs all at once, and falls back otherwise.
   uint32_t residual_mlp_workgroups = 0;
-  // Decode: each layer's MLP down projection inside its gate_up dispatch, added into a fixed-point
-  // residual delta that the next matvecs read and the next out projection folds back (matvec_q4's
-  // DOWN_DELTA / DELTA_INPUT / DELTA_FOLD; candidate extra key `mlpDownDelta`): one dependent
-  // dispatch fewer per layer but the last. The value is the gate_up channels per workgroup (a
-  // multiple of 8; each workgroup adds one partial per down row, so fewer, wider workgroups mean
-  // fewer atomics); 0 = off. Needs the unfused MLP path with normFuse and gated gate_up; off with
-  // unfused and with residual_mlp_workgroups.
-  uint32_t mlp_down_delta = 0;
   std::vector<std::string> warnings;
 
   // The down copy that is this run's model weight (DESIGN.md "One model, one set of weights").

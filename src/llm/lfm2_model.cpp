@@ -54,8 +54,6 @@ struct Lfm2Model::Layer {
   kernels::AttentionDecode::Groups attn_decode;
   kernels::ShortConv::Groups conv_decode, conv_prefill;
   kernels::Bound mix_in_mv, mix_out_mv, gate_up_mv, down_mv;  // decode matvecs
-  const kernels::MatvecQ4 *mv_in = nullptr, *mv_out = nullptr, *mv_gate_up = nullptr;  // their kernels
-  bool down_in_gate_up = false;                             // mlp_down_delta_: gate_up_mv runs the down projection too
   bool decode_norm_fused = false;                           // mix_in_mv / gate_up_mv / mlp read x itself
   kernels::MlpBound mlp;                                     // decode fused MLP (mlp_pair)
   kernels::Bound residual_mlp;                               // decode mix_out + MLP (residual_mlp_)
@@ -202,42 +200,6 @@ void Lfm2Model::build() {
                                                                                .geometry = geometry, .gated = gated_mm}));
   }
   choices_.gated_gate_up = gated;
-  // mlp_down_delta: the decode matvecs that add to, read and fold back the residual delta.
-  if (choices_.mlp_down_delta) {
-    std::string why;
-    if (choices_.residual_mlp_workgroups) {
-      why = "the one-dispatch residual MLP (residualMlpWorkgroups) runs the MLP";
-    } else if (choices_.mlp_pair || !choices_.norm_fuse || !gated) {
-      why = "it needs the unfused MLP path with normFuse and the gated gate_up";
-    } else {
-      try {
-        auto add = [&](const char* key, auto&& set) {
-          kernels::MatvecConfig c = o.matvec.at(key).config();
-          set(c);
-          o.matvec.emplace(std::string(key) + ".delta", kernels::MatvecQ4(kernels, c));
-        };
-        for (const char* k : {"conv_in_proj", "attn_qkv"}) add(k, [](kernels::MatvecConfig& c) { c.delta_input = true; });
-        for (const char* k : {"conv_out_proj", "attn_o_proj"}) add(k, [](kernels::MatvecConfig& c) { c.delta_fold = true; });
-        // The gate_up geometry with as many rows per lane group as give the requested channels.
-        const kernels::MatvecGeometry& g = o.matvec.at("mlp_gate_up").config().geometry;
-        const uint32_t groups = g.workgroup_size / (g.subgroup_size * g.subgroups_per_row), cpw = choices_.mlp_down_delta;
-        if (cpw % groups != 0 || cpw / groups > 8)
-          throw Error(std::to_string(cpw) + " channels a workgroup are not 1..8 rows for each of the gate_up geometry's " + std::to_string(groups) +
-                      " lane groups");
-        add("mlp_gate_up", [&](kernels::MatvecConfig& c) {
-          c.down_rows = H;
-          c.geometry.rows_per_subgroup = cpw / groups;
-        });
-        mlp_down_delta_ = true;
-      } catch (const Error& e) {
-        why = e.what();
-      }
-    }
-    if (!mlp_down_delta_) {
-      choices_.warnings.push_back("mlpDownDelta: " + why + "; decode runs each MLP down projection as its own dispatch");
-      choices_.mlp_down_delta = false;
-    }
-  }
 
   // ---- buffers ----
   auto f32 = [&](uint64_t n, const char* label) { return device.create_storage(n * 4, label); };
@@ -259,7 +221,6 @@ void Lfm2Model::build() {
   tokens_ = device.create_storage(uint64_t(capacity_) * 4 + 16, "tokens");
   step_ = kernels::create_step_buffer(device);
   step_ring_ = device.create_storage(kStepRing * sizeof(kernels::StepParams), "decode.step_ring");
-  if (mlp_down_delta_) delta_ = device.create_storage(uint64_t(H) * 8, "decode.delta");  // zeroed
 
   const auto& cos = weights_->section("rope.cos_ext");
   const auto& sin = weights_->section("rope.sin_ext");
@@ -315,20 +276,12 @@ void Lfm2Model::build() {
     layer.decode_norm_fused = nf;
     const gpu::Binding mix_in_x = nf ? gpu::Binding{&x_} : gpu::Binding{&h_}, mix_in_norm = nf ? gpu::Binding{&op_norm_w} : gpu::Binding{};
     const gpu::Buffer* taps = attn ? nullptr : &weights_->section(p + "conv.core.taps");
-    // mlp_down_delta_: every layer's mix in reads x + delta and its mix out folds the delta into
-    // x; every MLP but the last adds its down projection into the delta (the last one into x, so
-    // the head reads x and the delta is zero between steps).
-    const std::string variant = mlp_down_delta_ ? ".delta" : "";
-    const gpu::Binding delta = mlp_down_delta_ ? gpu::Binding{&delta_} : gpu::Binding{};
-    layer.mv_in = &o.matvec.at(layer.mix_in_key + variant);
-    layer.mv_out = &o.matvec.at(layer.mix_out_key + variant);
-    layer.down_in_gate_up = mlp_down_delta_ && i + 1 < L;
-    layer.mv_gate_up = choices_.mlp_pair ? nullptr : &o.matvec.at(layer.down_in_gate_up ? "mlp_gate_up.delta" : "mlp_gate_up");
-    if (attn) layer.mix_in_mv = layer.mv_in->bind(layer.mix_in, mix_in_x, {&qkv_}, mix_in_norm, {}, {}, next_of(at), delta);
+    if (attn) layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&qkv_}, mix_in_norm, {}, {}, next_of(at));
     else if (conv_step_fused_)
-      layer.mix_in_mv = layer.mv_in->bind(layer.mix_in, mix_in_x, {&conv_y_}, mix_in_norm, {taps}, conv_state(i), next_of(at), delta);
-    else layer.mix_in_mv = layer.mv_in->bind(layer.mix_in, mix_in_x, {&bcx_}, mix_in_norm, {}, {}, next_of(at), delta);
-    layer.mix_out_mv = layer.mv_out->bind(layer.mix_out, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, {&x_}, {}, {}, {}, next_of(at + 1), delta);
+      layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&conv_y_}, mix_in_norm, {taps}, conv_state(i), next_of(at));
+    else layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&bcx_}, mix_in_norm, {}, {}, next_of(at));
+    layer.mix_out_mv = o.matvec.at(layer.mix_out_key)
+                           .bind(layer.mix_out, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, {&x_}, {}, {}, {}, next_of(at + 1));
     if (attn) {
       layer.q_norm = o.q_norm->bind({&qkv_}, {&weights_->section(p + "attn.qkv.q_norm")});
       layer.k_norm = o.k_norm->bind({&qkv_}, {&weights_->section(p + "attn.qkv.k_norm")});
@@ -350,10 +303,9 @@ void Lfm2Model::build() {
       layer.mlp = o.mlp->bind(layer.gate_up, layer.down, {nf ? &x_ : &h_, 0, uint64_t(H) * 4}, {&x_, 0, uint64_t(H) * 4},
                                      nf ? gpu::Binding{&ffn_norm_w} : gpu::Binding{});
     } else {
-      // With the down projection inside, the gate_up prefetches what runs after the down: the next layer's mix in.
-      layer.gate_up_mv = layer.mv_gate_up->bind(layer.gate_up, nf ? gpu::Binding{&x_} : gpu::Binding{&h_}, gated ? gpu::Binding{&act_} : gpu::Binding{&gu_},
-                                                nf ? gpu::Binding{&ffn_norm_w} : gpu::Binding{}, {}, {}, next_of(at + (layer.down_in_gate_up ? 3 : 2)),
-                                                layer.down_in_gate_up ? delta : gpu::Binding{}, layer.down_in_gate_up ? &layer.down : nullptr);
+      layer.gate_up_mv = o.matvec.at("mlp_gate_up").bind(layer.gate_up, nf ? gpu::Binding{&x_} : gpu::Binding{&h_},
+                                                         gated ? gpu::Binding{&act_} : gpu::Binding{&gu_}, nf ? gpu::Binding{&ffn_norm_w} : gpu::Binding{},
+                                                         {}, {}, next_of(at + 2));
       layer.silu_mul = o.silu_mul->bind({&gu_}, {&act_});
       layer.down_mv = o.matvec.at("mlp_down").bind(layer.down, {&act_}, {&x_}, {}, {}, {}, next_of(at + 3));
     }
@@ -490,7 +442,7 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
   for (size_t i = 0; i < layers_.size(); i++) {
     const Layer& l = layers_[i];
     if (!decode || !l.decode_norm_fused) o.norm->record(rec, l.op_norm, T);
-    if (decode) l.mv_in->record(rec, l.mix_in_mv);
+    if (decode) o.matvec.at(l.mix_in_key).record(rec, l.mix_in_mv);
     else o.matmul.at(l.mix_in_key).record(rec, chunk->mix_in[i]);
     if (l.type == LayerType::Attention) {
       if (decode && o.attn_decode->fuses_norm_rope_kv()) {
@@ -513,7 +465,7 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
       o.residual_mlp.at(l.mix_out.cols).record(rec, l.residual_mlp);
       continue;
     }
-    if (decode) l.mv_out->record(rec, l.mix_out_mv);
+    if (decode) o.matvec.at(l.mix_out_key).record(rec, l.mix_out_mv);
     else o.matmul.at(l.mix_out_key).record(rec, chunk->mix_out[i]);
 
     if (!decode || !l.decode_norm_fused) o.norm->record(rec, l.ffn_norm, T);
@@ -524,9 +476,9 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
     } else if (choices_.mlp_pair) {
       o.mlp->record(rec, l.mlp);
     } else {
-      l.mv_gate_up->record(rec, l.gate_up_mv);
+      o.matvec.at("mlp_gate_up").record(rec, l.gate_up_mv);
       if (!choices_.gated_gate_up) o.silu_mul->record(rec, l.silu_mul, T);
-      if (!l.down_in_gate_up) o.matvec.at("mlp_down").record(rec, l.down_mv);
+      o.matvec.at("mlp_down").record(rec, l.down_mv);
     }
   }
 }

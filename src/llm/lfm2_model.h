@@ -100,8 +100,6 @@ class Lfm2Model {
   // has given up since (its workgroups were not all resident: the logits since are wrong; reads
   // the status word back, so it waits for the GPU).
   bool residual_mlp() const { return residual_mlp_; }
-  // Whether decode adds the MLP down projections into the residual delta (KernelChoices::mlp_down_delta).
-  bool mlp_down_delta() const { return mlp_down_delta_; }
   bool residual_mlp_failed() const;
 
   // Dispatches one decode step records (for benchmarks and floors).
@@ -133,7 +131,6 @@ class Lfm2Model {
 
   void build();
   void build_residual_mlp();
-  void build_mlp_down_delta();
 
   void upload_step(uint32_t start, uint32_t rows);
   void record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk);
@@ -155,7 +152,6 @@ class Lfm2Model {
   bool conv_step_fused_ = false;  // the decode conv step runs in the conv in_proj matvec
   bool prefill_gated_ = false;    // the prefill gate_up matmul applies silu * up itself
   bool residual_mlp_ = false;     // decode: out projection + MLP in one dispatch per layer
-  bool mlp_down_delta_ = false;   // decode: the down projections in the gate_up dispatches (delta_)
   uint32_t decode_steps_ = 0;     // StepParams::decode_step of the last recorded decode
   // start + rows of the StepParams that step_ will hold when the next recorded work runs, when
   // known: a decode step's embed advances step_ from there on the GPU (EmbedQ4::bind_decode).
@@ -176,7 +172,6 @@ class Lfm2Model {
   gpu::Buffer split_partials_;  // split-K prefill matmuls only
   // residual_mlp: per layer (residual_stride_ bytes apart) its tagged words and status word.
   gpu::Buffer residual_scratch_;
-  gpu::Buffer delta_;  // mlp_down_delta: u32 [hidden][2], the residual delta (zero between steps)
   uint64_t residual_stride_ = 0, residual_status_offset_ = 0;
   std::shared_ptr<SequenceCaches> caches_;
 };
