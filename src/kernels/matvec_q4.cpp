@@ -43,8 +43,7 @@ void check_geometry(const MatvecGeometry& g, const MatvecConfig& config, const g
          "use a smaller workgroupSize");
   const uint32_t reduced_rows = g.rows_per_subgroup * row_sets;
   const bool shared_x = config.variant == Q4Variant::shared_x;
-  uint64_t shared = uint64_t(g.workgroup_size) * reduced_rows * 4 + (shared_x ? uint64_t(config.cols) * 4 : 0) +
-                    (config.down_rows ? uint64_t(g.rows_per_workgroup()) * 4 : 0);
+  uint64_t shared = uint64_t(g.workgroup_size) * reduced_rows * 4 + (shared_x ? uint64_t(config.cols) * 4 : 0);
   if (shared > lim.maxComputeWorkgroupStorageSize)
     fail((row_sets > 1 ? std::to_string(row_sets) + " * " : "") + "workgroupSize * rowsPerSubgroup" + (shared_x ? " (+ the staged input)" : "") + " needs " +
              std::to_string(shared) + " bytes of workgroup memory, above the device's " + std::to_string(lim.maxComputeWorkgroupStorageSize),
@@ -71,14 +70,6 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
   if (config.gated && config.asymmetric) throw Error("a gated matvec has no zero points", where, "use a symmetric gate_up matrix");
   if (config.conv && (config.gated || config.asymmetric || config.mode == OutputMode::accumulate))
     throw Error("a conv-step matvec is symmetric, not gated, in overwrite mode", where, "use the conv in_proj matrix alone");
-  if (config.down_rows && !config.gated) throw Error("a down projection into the delta needs a gated matvec", where, "set MatvecConfig::gated");
-  if (config.down_rows && (config.rows % 8 != 0 || config.geometry.rows_per_workgroup() % 8 != 0))
-    throw Error("a down projection into the delta needs rows (" + std::to_string(config.rows) + ") and rows per workgroup (" +
-                    std::to_string(config.geometry.rows_per_workgroup()) + ") that are multiples of 8",
-                where, "pick a geometry with 8k rows per workgroup");
-  if (config.delta_fold && config.mode != OutputMode::accumulate) throw Error("delta_fold needs accumulate mode", where, "fold the delta in the residual matvec");
-  if (int(config.delta_input) + int(config.delta_fold) + int(config.down_rows > 0) > 1)
-    throw Error("delta_input, delta_fold and down_rows exclude each other", where, "set one");
   if (config.norm_input && !(config.eps > 0)) throw Error("norm epsilon " + std::to_string(config.eps) + " is not positive", where, "pass the model's normEps");
   check_geometry(config.geometry, config, device, where);
   const MatvecGeometry& g = config.geometry;
@@ -101,12 +92,6 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
   if (config.conv) key.defines.insert("CONV");
   if (config.norm_input) key.defines.insert("NORM_INPUT");
   if (config.prefetch) key.defines.insert("PREFETCH");
-  if (config.delta_input) key.defines.insert("DELTA_INPUT");
-  if (config.delta_fold) key.defines.insert("DELTA_FOLD");
-  if (config.down_rows) {
-    key.defines.insert("DOWN_DELTA");
-    key.constants.push_back({"DOWN_ROWS", config.down_rows});
-  }
   if (use_subgroups(device, config.reduction, where)) key.defines.insert("SUBGROUPS");
   kernel_ = &kernels.get(key);
   uint32_t max_dim = config.max_workgroups_per_dim ? config.max_workgroups_per_dim : device.limits().maxComputeWorkgroupsPerDimension;
@@ -115,7 +100,7 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
 }
 
 Bound MatvecQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Binding norm_weight, gpu::Binding conv_taps,
-                     gpu::Binding conv_state, const Q4Matrix* next, gpu::Binding delta, const Q4Matrix* down) const {
+                     gpu::Binding conv_state, const Q4Matrix* next) const {
   const std::string where = kernel_->label();
   check_q4_matrix(w, weight_row_sets(config_) * config_.rows, config_.cols, config_.asymmetric, where);
   if (config_.conv) {
@@ -136,21 +121,6 @@ Bound MatvecQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Bin
   if (config_.conv) {
     bindings.push_back(conv_taps);
     bindings.push_back(conv_state);
-  }
-  const bool uses_delta = config_.delta_input || config_.delta_fold || config_.down_rows;
-  if (uses_delta) {
-    require_binding(delta, uint64_t(config_.down_rows ? config_.down_rows : config_.delta_input ? config_.cols : config_.rows) * 8, "delta", where);
-    bindings.push_back(delta);
-  } else if (delta.buffer) {
-    throw Error("a delta was bound to a matvec that does not use one", where, "set delta_input, delta_fold or down_rows");
-  }
-  if (config_.down_rows) {
-    if (!down) throw Error("a down projection into the delta needs the down matrix", where, "pass the mlp_down matrix");
-    check_q4_matrix(*down, config_.down_rows, config_.rows, false, where);
-    bindings.push_back(down->quant);
-    bindings.push_back(down->scales);
-  } else if (down) {
-    throw Error("a down matrix was bound to a matvec without down_rows", where, "set MatvecConfig::down_rows");
   }
   Grid grid = grid_;
   if (config_.prefetch != (next != nullptr))

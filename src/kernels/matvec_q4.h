@@ -35,14 +35,6 @@ struct MatvecConfig {
   // of x; every workgroup computes the norm of x itself, so no norm dispatch is needed.
   bool norm_input = false;
   float eps = 1e-5f;  // norm_input's epsilon
-  // The decode MLP without a dependent down dispatch (matvec_q4.wgsl, fixed_delta.wgsl): a gated
-  // matvec with down_rows > 0 also multiplies its silu * up slice by the matching columns of the
-  // down matrix [down_rows][rows] and adds the result into a residual delta (u32 [down_rows][2],
-  // 64-bit fixed point, integer atomics: exact and order-independent). delta_input matvecs read
-  // x + delta; a delta_fold matvec (accumulate mode) adds the delta into y and clears it.
-  uint32_t down_rows = 0;
-  bool delta_input = false;
-  bool delta_fold = false;
   // Extra workgroups read another matrix (bound by bind: the next matvec's weights) into the L2
   // cache while this one runs; the output is unchanged.
   bool prefetch = false;
@@ -59,11 +51,9 @@ class MatvecQ4 {
   // in accumulate mode); norm_weight [cols] f32 with norm_input (and only then); with conv the
   // taps (f32 [rows][3]) and the state (f32 [rows][2]). Create once per tensor and reuse for
   // every token.
-  // With prefetch, `next` is the matrix to read ahead (its quant and scales). `delta` with
-  // delta_input, delta_fold or down_rows, and `down` (the symmetric [down_rows][rows] matrix) with
-  // down_rows.
+  // With prefetch, `next` is the matrix to read ahead (its quant and scales).
   Bound bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Binding norm_weight = {}, gpu::Binding conv_taps = {},
-             gpu::Binding conv_state = {}, const Q4Matrix* next = nullptr, gpu::Binding delta = {}, const Q4Matrix* down = nullptr) const;
+             gpu::Binding conv_state = {}, const Q4Matrix* next = nullptr) const;
   void record(gpu::Recorder& rec, const Bound& bound) const;
 
   const gpu::Kernel& kernel() const { return *kernel_; }

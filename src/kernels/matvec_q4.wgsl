@@ -31,13 +31,6 @@
 //                computes its channels' three rows, so the conv needs no dispatch of its own.
 //   NORM_INPUT   x is used as rmsnorm(x) * norm_w (eps in Params): every workgroup first sums
 //                x^2 over all cols (cheap next to the matrix), then scales x while loading it.
-//   DELTA_INPUT  the input is x + delta, delta a residual delta in fixed point (fixed_delta.wgsl)
-//                that a DOWN_DELTA dispatch added to.
-//   DELTA_FOLD   (with ACCUMULATE) y += W x + delta, and the delta is cleared: the residual takes it back.
-//   DOWN_DELTA   (with GATED) the decode MLP in one dispatch: each workgroup also multiplies its
-//                channels' silu(gate) * up (CPW of them) by the matching columns of the down matrix
-//                [DOWN_ROWS][rows] and adds the result into the delta with integer atomics. The
-//                down projection is no dependent dispatch of its own; y still gets silu * up.
 //   PREFETCH     workgroups past the rows' own read another matrix (the next matvec's weights,
 //                bound last) so that it sits in the L2 cache when its own dispatch runs. A decode
 //                step is a chain of latency-bound dispatches that leave memory bandwidth idle;
@@ -86,6 +79,8 @@ struct Params {
 #endif
 #endif
 
+#if PREFETCH
+// Bound after every other binding: 5 fixed, then zero points, norm weight, conv taps and state.
 #if ASYMMETRIC
 const N_ASYM = 1u;
 #else
@@ -101,36 +96,7 @@ const N_CONV = 2u;
 #else
 const N_CONV = 0u;
 #endif
-// After 5 fixed bindings, zero points, norm weight, conv taps and state: the delta, the down matrix.
-const DELTA_SLOT = 5u + N_ASYM + N_NORM + N_CONV;
-#include "fixed_delta.wgsl"
-#if DELTA_INPUT
-@group(0) @binding(DELTA_SLOT) var<storage, read> delta: array<vec4<u32>>;  // (lo, hi) of 2 values a vec4
-const N_DELTA = 1u;
-#else
-#if DELTA_FOLD
-@group(0) @binding(DELTA_SLOT) var<storage, read_write> delta: array<vec2<u32>>;
-const N_DELTA = 1u;
-#else
-#if DOWN_DELTA
-@group(0) @binding(DELTA_SLOT) var<storage, read_write> delta: array<atomic<u32>>;  // lo, hi per value
-const N_DELTA = 1u;
-#else
-const N_DELTA = 0u;
-#endif
-#endif
-#endif
-#if DOWN_DELTA
-@group(0) @binding(DELTA_SLOT + 1u) var<storage, read> down_q: array<u32>;
-@group(0) @binding(DELTA_SLOT + 2u) var<storage, read> down_scales: array<f32>;
-const N_DOWN = 2u;
-#else
-const N_DOWN = 0u;
-#endif
-
-#if PREFETCH
-// Bound after every other binding.
-const PF_SLOT = DELTA_SLOT + N_DELTA + N_DOWN;
+const PF_SLOT = 5u + N_ASYM + N_NORM + N_CONV;
 @group(0) @binding(PF_SLOT) var<storage, read> pf_quant: array<vec4<u32>>;
 @group(0) @binding(PF_SLOT + 1u) var<storage, read> pf_scales: array<vec4<u32>>;
 #endif
@@ -170,26 +136,11 @@ var<workgroup> x_shared: array<vec4<f32>, BLOCKS * 8u>;
 fn x_slot(i: u32) -> u32 { return (i & ~7u) + ((i + i / 8u) & 7u); }
 #endif
 
-#if DELTA_INPUT
-// Elements 4i .. 4i + 3 of the delta.
-fn delta_piece(i: u32) -> vec4<f32> {
-  let a = delta[2u * i];
-  let b = delta[2u * i + 1u];
-  return vec4<f32>(value_of_fixed(a.xy), value_of_fixed(a.zw), value_of_fixed(b.xy), value_of_fixed(b.zw));
-}
-#endif
-
-// Elements 4i .. 4i + 3 of the input (before any norm).
 fn x4(i: u32) -> vec4<f32> {
 #if V3_BOTH
-  let v = x[i];
+  return x[i];
 #else
-  let v = vec4<f32>(x[4u * i], x[4u * i + 1u], x[4u * i + 2u], x[4u * i + 3u]);
-#endif
-#if DELTA_INPUT
-  return v + delta_piece(i);
-#else
-  return v;
+  return vec4<f32>(x[4u * i], x[4u * i + 1u], x[4u * i + 2u], x[4u * i + 3u]);
 #endif
 }
 
@@ -320,35 +271,6 @@ fn block_zero(r: u32, b: u32) -> f32 {
 #endif
 }
 
-#if DOWN_DELTA
-override CPW: u32 = (WG / L) * RPS;  // channels (gated rows) per workgroup, a multiple of 8
-override DOWN_ROWS: u32 = 1024u;
-var<workgroup> acts: array<f32, CPW>;
-
-// delta[o] += down[o][c0 .. c0 + CPW) . acts for every down row o: lane l takes rows l, l + WG, ...
-// Channel c is nibble c % 8 of word c / 8 of a down row; CPW, c0 and the row length are multiples
-// of 8, so a word never straddles workgroups.
-fn down_project(c0: u32, li: u32) {
-  let words = p.rows / 8u;
-  for (var o = li; o < DOWN_ROWS; o += WG) {
-    var acc = 0.0;
-    for (var w = 0u; w < CPW / 8u; w++) {
-      let c = c0 + 8u * w;
-      if (c < p.rows) {
-        let word = down_q[o * words + c / 8u];
-        let a_lo = vec4<f32>(acts[8u * w], acts[8u * w + 1u], acts[8u * w + 2u], acts[8u * w + 3u]);
-        let a_hi = vec4<f32>(acts[8u * w + 4u], acts[8u * w + 5u], acts[8u * w + 6u], acts[8u * w + 7u]);
-        acc += down_scales[o * (p.rows / 32u) + c / 32u] * (dot(q4_low(word, 8.0), a_lo) + dot(q4_high(word, 8.0), a_hi));
-      }
-    }
-    let a = fixed_of(acc);
-    let old = atomicAdd(&delta[2u * o], a.x);
-    let hi = a.y + select(0u, 1u, old + a.x < old);  // the low word's carry
-    if (hi != 0u) { atomicAdd(&delta[2u * o + 1u], hi); }
-  }
-}
-#endif
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>,
@@ -390,7 +312,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   // 2. x (times the norm weight) into workgroup memory while those loads are in flight.
   var ss = 0.0;
   for (var i = li; i < BLOCKS * 8u; i += WG) {
-    let v = x4(i);
+    let v = x[i];
 #if NORM_INPUT
     ss += dot(v, v);
     x_shared[x_slot(i)] = v * norm_w[i];
@@ -483,11 +405,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (lane < RPS && r < p.rows) {
     let total = reduced(lane, first, count);
 #if GATED
-    let m = silu(total) * reduced(lane + RPS, first, count);
-    y[r] = m;
-#if DOWN_DELTA
-    acts[group * RPS + lane] = m;
-#endif
+    y[r] = silu(total) * reduced(lane + RPS, first, count);
 #else
 #if CONV
     let bx = total * reduced(lane + 2u * RPS, first, count);
@@ -498,20 +416,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     conv_state[2u * r + 1u] = bx;
 #else
 #if ACCUMULATE
-#if DELTA_FOLD
-    y[r] += total + value_of_fixed(delta[r]);
-    delta[r] = vec2<u32>(0u);
-#else
     y[r] += total;
-#endif
 #else
     y[r] = total;
 #endif
 #endif
 #endif
   }
-#if DOWN_DELTA
-  workgroupBarrier();  // acts complete
-  down_project(wg_index * CPW, li);
-#endif
 }
