@@ -15,7 +15,7 @@ rm -rf /tmp/fin_tuned && cp -r "$(seed_pack)" /tmp/fin_tuned
 ember tune --model /tmp/fin_tuned --allow-mlp-pair --json > "$OUT/fin_tune.json" 2> "$OUT/fin_tune.err"
 grep -E "^tune: (mlp|layer|norm)|budget|seconds" "$OUT/fin_tune.err" | head -8
 cp /tmp/fin_tuned/runtime.json "$OUT/fin_tuned_runtime.json"
-# mlpPair as the tune wrote it, or off when it wrote on (the tuner's MLP comparison is timed in isolation).
+# mlpPair off whatever the tune wrote (its MLP comparison is timed in isolation; the choice is printed).
 pair=$(python3 -c "import json; print(json.load(open('/tmp/fin_tuned/runtime.json'))['candidate'].get('mlpPair', False))")
 echo "the tune wrote mlpPair $pair"
 python3 -c "import json; j=json.load(open('/tmp/fin_tuned/runtime.json')); j['candidate']['mlpPair']=False; json.dump(j, open('/tmp/fin_tuned/runtime.json','w'), indent=1)"
