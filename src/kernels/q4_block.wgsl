@@ -2,11 +2,12 @@
 // kernel: a 32-block is 4 little-endian u32 words, word k holds elements 8k..8k+7 (nibble i =
 // element 8k+i). Symmetric blocks decode as (q - 8) * scale, asymmetric ones as (q - zp) * scale.
 //
-// Nibbles become floats without an integer-to-float conversion: NVIDIA GPUs issue those at an
-// eighth of the FMA rate, and a matvec spent most of its issue slots on them. OR-ing the nibble j
-// of a 16-bit half, masked in place, into the bits of 2^23 gives exactly 2^23 + q * 16^j (the
-// mantissa holds integers below 2^23 exactly); subtracting 2^23 + zero * 16^j leaves exactly
-// (q - zero) * 16^j. One mask, one OR (one LOP3) and one subtraction a nibble.
+// Nibbles become floats without an integer-to-float conversion (NVIDIA GPUs issue those at a
+// fraction of the FMA rate; on an H100 this took 9 us off a 403 us decode step and did not move
+// the head matvec's plateau: bench/NOTES.md, 2026-12-06). OR-ing the nibble j of a 16-bit half,
+// masked in place, into the bits of 2^23 gives exactly 2^23 + q * 16^j (the mantissa holds
+// integers below 2^23 exactly); subtracting 2^23 + zero * 16^j leaves exactly (q - zero) * 16^j.
+// One mask, one OR (one LOP3) and one subtraction a nibble.
 
 const Q4_MASKS = vec4<u32>(0xFu, 0xF0u, 0xF00u, 0xF000u);
 const Q4_UNSCALE = vec4<f32>(1.0, 1.0 / 16.0, 1.0 / 256.0, 1.0 / 4096.0);

@@ -35,9 +35,9 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   // A submit's read-back: its ids at 0 (up to kStepRing of them), then each step's logits if asked.
   constexpr uint64_t kIdBytes = Lfm2Model::kStepRing * 4;
   const uint64_t logits_bytes = options.on_logits ? uint64_t(model_.vocab()) * 4 : 0;
-  if (readback_bytes_ != kIdBytes + batch * logits_bytes) {
+  if (const uint64_t bytes = kIdBytes + batch * logits_bytes; readback_bytes_ != bytes) {
     readback_.clear();
-    readback_bytes_ = kIdBytes + batch * logits_bytes;
+    readback_bytes_ = bytes;
   }
   while (readback_.size() < depth + 1)
     readback_.push_back(device.create_buffer(readback_bytes_, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "sampled.readback"));
