@@ -52,13 +52,14 @@ ResidualMlpQ4::ResidualMlpQ4(gpu::KernelCache& kernels, const ResidualMlpConfig&
   if (shared > lim.maxComputeWorkgroupStorageSize)
     fail("needs " + std::to_string(shared) + " bytes of workgroup memory, above the device's " + std::to_string(lim.maxComputeWorkgroupStorageSize),
          "use a smaller workgroup");
+  const uint32_t spin_limit = c.spin_limit != 0 ? c.spin_limit : device.adapter().type == "CPU" ? 1u << 24 : 1u << 20;
   gpu::KernelKey key{.file = "residual_mlp_q4.wgsl",
                      .constants = {{"WG", wg},
                                    {"L", lanes},
                                    {"H", c.hidden},
                                    {"F", c.ffn},
                                    {"CO", c.proj_cols},
-                                   {"SPIN", c.spin_limit},
+                                   {"SPIN", spin_limit},
                                    {"XS", widest / 4}}};
   if (use_subgroups(device, c.reduction, where)) key.defines.insert("SUBGROUPS");
   kernel_ = &kernels.get(key);

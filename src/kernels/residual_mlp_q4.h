@@ -20,8 +20,10 @@ struct ResidualMlpConfig {
   uint32_t lanes = 32;           // lanes per row: a power of two dividing workgroup_size
   float eps = 1e-5f;
   // Loads of one scratch word before a wait gives up and sets the status word (a grid that is not
-  // resident); ~1 s on a big GPU, well past any real wait.
-  uint32_t spin_limit = 1u << 20;
+  // resident). 0: the device's default, 2^20 on a GPU (~1 s on a big one, well past any real wait)
+  // and 2^24 on a CPU adapter (~0.25 s on lavapipe), whose workgroups are threads the OS may
+  // preempt for milliseconds: at 2^20 (a few ms there) a loaded machine made waits give up.
+  uint32_t spin_limit = 0;
   Reduction reduction = Reduction::best;
 };
 
