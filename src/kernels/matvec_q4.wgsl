@@ -348,15 +348,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 #endif
 #if SPLIT_BLOCK
   let part = lane % 8u;  // elements 4 part .. 4 part + 3 of a block: the nibbles of word part / 2
-  let shift = vec4<u32>(0u, 4u, 8u, 12u) + 16u * (part % 2u);
+  let shift = 16u * (part % 2u);
   for (var b = lane / 8u; b < BLOCKS; b += L / 8u) {
-    let xv = x_piece(b * 8u + part);
+    let xv = x_piece(b * 8u + part) * Q4_UNSCALE;  // q4_scaled's 16^j undone on x, once for all rows
     for (var j = 0u; j < NR; j++) {
       if (row0 + (j % RPS) < p.rows) {
         let r = weight_row(row0, j);
         let blk = r * BLOCKS + b;
-        let q = (vec4<u32>(wq[blk][part / 2u]) >> shift) & vec4<u32>(15u);
-        acc[j] += scales[blk] * dot(vec4<f32>(q) - block_zero(r, b), xv);
+        acc[j] += scales[blk] * dot(q4_scaled(wq[blk][part / 2u] >> shift, q4_bias(block_zero(r, b))), xv);
       }
     }
   }

@@ -67,12 +67,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   var acc: array<f32, MAX_NV>;
   for (var v = 0u; v < NV; v++) { acc[v] = 0.0; }
   let part = lane % 8u;  // elements 4 part .. 4 part + 3 of each block: nibbles of word part / 2
-  let shift = vec4<u32>(0u, 4u, 8u, 12u) + 16u * (part % 2u);
+  let shift = 16u * (part % 2u);
   if (r < p.rows) {
     for (var b = lane / 8u; b < p.blocks; b += L / 8u) {
       let blk = r * p.blocks + b;
-      let q = (vec4<u32>(wq[blk][part / 2u]) >> shift) & vec4<u32>(15u);
-      let w = (vec4<f32>(q) - block_zero(blk)) * scales[blk];
+      let w = q4_scaled(wq[blk][part / 2u] >> shift, q4_bias(block_zero(blk))) * (Q4_UNSCALE * scales[blk]);
       for (var v = 0u; v < NV; v++) {
         if (v < p.vectors) { acc[v] += dot(w, x[(v * p.blocks + b) * 8u + part]); }
       }
