@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,12 +20,30 @@
 
 namespace ember::test {
 
-// Synthesizes and packs `preset` ("tiny" or "seed") once per (preset, seed) into a temp dir.
+// The test packs this process made, removed when it exits: ctest runs every test in a process of
+// its own, and a seed-shape pack with its checkpoint is 1.1 GB (left behind, they filled a disk).
+struct TestPackDirs {
+  std::vector<std::filesystem::path> roots;
+  ~TestPackDirs() {
+    for (const auto& r : roots) {
+      std::error_code ignored;
+      std::filesystem::remove_all(r, ignored);
+    }
+  }
+};
+inline TestPackDirs& test_pack_dirs() {
+  static TestPackDirs dirs;
+  return dirs;
+}
+
+// Synthesizes and packs `preset` ("tiny" or "seed") once per (preset, seed) and process into a
+// temp dir (root/hf, root/pack), removed at exit.
 inline std::filesystem::path lfm2_test_pack(const std::string& preset, uint64_t seed = 7) {
   namespace fs = std::filesystem;
   fs::path root = fs::temp_directory_path() / ("ember_lfm2_" + preset + "_" + std::to_string(seed) + "_" + std::to_string(getpid()));
   fs::path pack = root / "pack";
   if (fs::exists(pack / "runtime.json")) return pack;
+  test_pack_dirs().roots.push_back(root);
   formats::Lfm2SynthOptions so;
   so.seed = seed;
   formats::synth_lfm2_checkpoint(formats::lfm2_preset(preset), root / "hf", so);
