@@ -267,30 +267,12 @@ TEST(Tune, PrefillGeometryTheAdapterCannotRunFallsBackWithAWarning) {
   fs::remove_all(dir);
 }
 
-// tilesPerWorkgroup travels as an extra geometry key, written only above 1 (other runtimes'
-// candidates round-trip unchanged), and applies only to shared_x.
-TEST(Tune, TilesPerWorkgroupRoundTripsThroughTheCandidate) {
-  EXPECT_FALSE(llm::to_format_geometry(kernels::MatvecGeometry{256, 16, 2, 2}).extra.contains("tilesPerWorkgroup"));
-  const kernels::MatvecGeometry g{256, 16, 2, 2, 16};
-  EXPECT_EQ(llm::to_matvec_geometry(llm::to_format_geometry(g)).tiles_per_workgroup, 16u);
-  const nlohmann::json geo = {{"workgroupSize", 64}, {"subgroupSize", 8}, {"rowsPerSubgroup", 2}, {"subgroupsPerRow", 1}, {"tilesPerWorkgroup", 4}};
-  fs::path dir = test::with_candidate(test::lfm2_test_pack("tiny"), scratch("tiles"),
-                                      {{"matvec", {{"head", {{"variant", "shared_x"}, {"geometry", geo}}},
-                                                   {"attn_qkv", {{"variant", "v3_both"}, {"geometry", geo}}}}}});
-  auto k = llm::choose_kernels(formats::LlmPack::open(dir), test::test_device());
-  if (test::test_device().has_subgroups()) {
-    EXPECT_EQ(k.matvec_for("head").geometry.tiles_per_workgroup, 4u);
-    EXPECT_EQ(k.matvec_for("attn_qkv").geometry.tiles_per_workgroup, 1u) << "only shared_x makes several tiles";
-  }
-  fs::remove_all(dir);
-}
-
 // The pack's current choice first, then every shared_x configuration (the variant that wins on
 // measured GPUs) before any other, and all four variants present: a budget-cut search covers
 // shared_x whole.
 TEST(Tune, MatvecSpaceTriesSharedXFirst) {
   const tune::MatvecConfigChoice current{kernels::Q4Variant::carried, tune::reference_geometry(test::test_device())};
-  const auto space = tune::matvec_space(test::test_device(), {current}, 1024);
+  const auto space = tune::matvec_space(test::test_device(), {current});
   ASSERT_GT(space.size(), 4u);
   EXPECT_EQ(space.front().variant, kernels::Q4Variant::carried);
   auto first_other = std::find_if(space.begin() + 1, space.end(), [](const auto& c) { return c.variant != kernels::Q4Variant::shared_x; });
@@ -298,22 +280,6 @@ TEST(Tune, MatvecSpaceTriesSharedXFirst) {
   EXPECT_TRUE(std::none_of(first_other, space.end(), [](const auto& c) { return c.variant == kernels::Q4Variant::shared_x; }));
   for (auto v : {kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block, kernels::Q4Variant::carried})
     EXPECT_TRUE(std::any_of(space.begin() + 1, space.end(), [&](const auto& c) { return c.variant == v; }));
-}
-
-// Several tiles a workgroup only where the matrix still gets 256 workgroups: none for 1024 rows,
-// some for the seed's head (65536 rows), always shared_x.
-TEST(Tune, MatvecSpaceStreamsOnlyLargeMatrices) {
-  auto tiled = [](const std::vector<tune::MatvecConfigChoice>& space) {
-    return std::count_if(space.begin(), space.end(), [](const auto& c) { return c.geometry.tiles_per_workgroup > 1; });
-  };
-  EXPECT_EQ(tiled(tune::matvec_space(test::test_device(), {}, 1024)), 0);
-  const auto head = tune::matvec_space(test::test_device(), {}, 65536);
-  EXPECT_GT(tiled(head), 0);
-  for (const auto& c : head)
-    if (c.geometry.tiles_per_workgroup > 1) {
-      EXPECT_EQ(c.variant, kernels::Q4Variant::shared_x);
-      EXPECT_GE(65536u / c.geometry.rows_per_workgroup(), 256u) << c.describe();
-    }
 }
 
 // The flash search on head size 64 (the quad kernel): the one-block width is timed at every power

@@ -9,6 +9,15 @@ namespace {
 
 const char* kShapes[] = {"attn_qkv", "attn_o_proj", "conv_in_proj", "conv_out_proj", "mlp_gate_up", "mlp_down", "head"};
 
+kernels::MatvecGeometry to_geometry(const formats::Geometry& g) {
+  kernels::MatvecGeometry m;
+  m.workgroup_size = static_cast<uint32_t>(g.workgroup_size);
+  m.subgroup_size = static_cast<uint32_t>(g.subgroup_size);
+  m.rows_per_subgroup = static_cast<uint32_t>(g.rows_per_subgroup);
+  m.subgroups_per_row = static_cast<uint32_t>(g.subgroups_per_row);
+  return m;
+}
+
 // A geometry every adapter runs: 256 threads, lane groups of the device's subgroup size.
 kernels::MatvecGeometry safe_geometry(const gpu::Device& device) {
   kernels::MatvecGeometry g;
@@ -23,8 +32,7 @@ bool fits(const kernels::MatvecGeometry& g, const gpu::Device& device) {
   auto pow2 = [](uint32_t v) { return v && !(v & (v - 1)); };
   uint32_t lanes = g.subgroup_size * g.subgroups_per_row;
   return g.workgroup_size >= 1 && g.workgroup_size <= device.limits().maxComputeInvocationsPerWorkgroup &&
-         pow2(g.subgroup_size) && lanes && g.workgroup_size % lanes == 0 && g.rows_per_subgroup >= 1 && g.rows_per_subgroup <= 8 &&
-         g.tiles_per_workgroup >= 1;
+         pow2(g.subgroup_size) && lanes && g.workgroup_size % lanes == 0 && g.rows_per_subgroup >= 1 && g.rows_per_subgroup <= 8;
 }
 
 }  // namespace
@@ -128,7 +136,7 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
     KernelChoices::Matvec m{default_variant, safe_geometry(device)};
     if (subgroup_ok) {
       if (const formats::MatvecChoice* mc = c.matvec_for(shape)) {
-        m.geometry = to_matvec_geometry(mc->geometry);
+        m.geometry = to_geometry(mc->geometry);
         try {
           m.variant = kernels::parse_q4_variant(mc->variant);
         } catch (const std::exception&) {
@@ -136,9 +144,8 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
                                kernels::q4_variant_name(default_variant));
         }
       } else if (const formats::Geometry* g = rt.knee_for(shape)) {
-        m.geometry = to_matvec_geometry(*g);
+        m.geometry = to_geometry(*g);
       }
-      if (m.variant != kernels::Q4Variant::shared_x) m.geometry.tiles_per_workgroup = 1;  // only shared_x makes several tiles
       if (!fits(m.geometry, device)) {
         k.warnings.push_back(std::string("the candidate's geometry for ") + shape + " cannot run on this adapter; using defaults");
         m.geometry = safe_geometry(device);
@@ -147,26 +154,6 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
     k.matvec[shape] = m;
   }
   return k;
-}
-
-kernels::MatvecGeometry to_matvec_geometry(const formats::Geometry& g) {
-  kernels::MatvecGeometry m;
-  m.workgroup_size = static_cast<uint32_t>(g.workgroup_size);
-  m.subgroup_size = static_cast<uint32_t>(g.subgroup_size);
-  m.rows_per_subgroup = static_cast<uint32_t>(g.rows_per_subgroup);
-  m.subgroups_per_row = static_cast<uint32_t>(g.subgroups_per_row);
-  if (auto it = g.extra.find("tilesPerWorkgroup"); it != g.extra.end() && it->is_number_unsigned()) m.tiles_per_workgroup = it->get<uint32_t>();
-  return m;
-}
-
-formats::Geometry to_format_geometry(const kernels::MatvecGeometry& g) {
-  formats::Geometry f;
-  f.workgroup_size = g.workgroup_size;
-  f.subgroup_size = g.subgroup_size;
-  f.rows_per_subgroup = g.rows_per_subgroup;
-  f.subgroups_per_row = g.subgroups_per_row;
-  if (g.tiles_per_workgroup > 1) f.extra["tilesPerWorkgroup"] = g.tiles_per_workgroup;
-  return f;
 }
 
 }  // namespace ember::llm

@@ -69,9 +69,4 @@ struct KernelChoices {
 
 KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& device);
 
-// A candidate's matvec geometry and back; tilesPerWorkgroup (ember's, shared_x only) travels as an
-// extra key written only when above 1, so other runtimes' candidates read and write unchanged.
-kernels::MatvecGeometry to_matvec_geometry(const formats::Geometry& g);
-formats::Geometry to_format_geometry(const kernels::MatvecGeometry& g);
-
 }  // namespace ember::llm

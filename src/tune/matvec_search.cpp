@@ -14,13 +14,10 @@ namespace ember::tune {
 namespace {
 
 constexpr double kKneeSlack = 1.03;
-// Streaming shared_x (tilesPerWorkgroup > 1) is searched only where it leaves this many workgroups:
-// fewer cannot keep a large GPU's memory busy (in practice: the head).
-constexpr uint64_t kMinStreamWorkgroups = 256;
 
 bool same(const kernels::MatvecGeometry& a, const kernels::MatvecGeometry& b) {
   return a.workgroup_size == b.workgroup_size && a.subgroup_size == b.subgroup_size && a.rows_per_subgroup == b.rows_per_subgroup &&
-         a.subgroups_per_row == b.subgroups_per_row && a.tiles_per_workgroup == b.tiles_per_workgroup;
+         a.subgroups_per_row == b.subgroups_per_row;
 }
 
 }  // namespace
@@ -56,8 +53,7 @@ std::vector<MatrixShape> matrix_shapes(const formats::LlmShape& shape) {
 std::string MatvecConfigChoice::describe() const {
   const auto& g = geometry;
   return std::string(kernels::q4_variant_name(variant)) + " wg" + std::to_string(g.workgroup_size) + " sg" +
-         std::to_string(g.subgroup_size) + " r" + std::to_string(g.rows_per_subgroup) + " s" + std::to_string(g.subgroups_per_row) +
-         (g.tiles_per_workgroup > 1 ? " t" + std::to_string(g.tiles_per_workgroup) : "");
+         std::to_string(g.subgroup_size) + " r" + std::to_string(g.rows_per_subgroup) + " s" + std::to_string(g.subgroups_per_row);
 }
 
 nlohmann::json MatvecConfigChoice::to_json() const {
@@ -66,8 +62,7 @@ nlohmann::json MatvecConfigChoice::to_json() const {
           {"workgroupSize", g.workgroup_size},
           {"subgroupSize", g.subgroup_size},
           {"rowsPerSubgroup", g.rows_per_subgroup},
-          {"subgroupsPerRow", g.subgroups_per_row},
-          {"tilesPerWorkgroup", g.tiles_per_workgroup}};
+          {"subgroupsPerRow", g.subgroups_per_row}};
 }
 
 namespace {
@@ -113,24 +108,18 @@ kernels::MatvecGeometry reference_geometry(const gpu::Device& device) {
   return g;
 }
 
-std::vector<MatvecConfigChoice> matvec_space(const gpu::Device& device, const std::vector<MatvecConfigChoice>& first, uint32_t rows) {
+std::vector<MatvecConfigChoice> matvec_space(const gpu::Device& device, const std::vector<MatvecConfigChoice>& first) {
   const uint32_t sub = std::max<uint32_t>(4, std::min<uint32_t>(32, device.subgroup_size()));
   std::set<uint32_t> widths{std::max<uint32_t>(4, sub / 2), sub, std::min<uint32_t>(64, sub * 2)};
   std::vector<MatvecConfigChoice> grid;
   for (auto variant : {kernels::Q4Variant::carried, kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block, kernels::Q4Variant::shared_x})
     for (uint32_t wg : {64u, 128u, 256u, 512u})
       for (uint32_t sg : widths)
-        for (uint32_t rows_per : {1u, 2u, 4u, 8u})
+        for (uint32_t rows : {1u, 2u, 4u, 8u})
           for (uint32_t per_row : {1u, 2u}) {
             if (wg % (sg * per_row) != 0 || wg > device.limits().maxComputeInvocationsPerWorkgroup) continue;
             if (variant == kernels::Q4Variant::split_block && sg * per_row < 8) continue;  // eight lanes share a block
-            const kernels::MatvecGeometry g{wg, sg, rows_per, per_row};
-            grid.push_back({variant, g});
-            // Several tiles a workgroup while that still leaves kMinStreamWorkgroups of them.
-            if (variant == kernels::Q4Variant::shared_x)
-              for (uint32_t tiles : {4u, 16u})
-                if (uint64_t(rows) >= uint64_t(g.rows_per_tile()) * tiles * kMinStreamWorkgroups)
-                  grid.push_back({variant, {wg, sg, rows_per, per_row, tiles}});
+            grid.push_back({variant, {wg, sg, rows, per_row}});
           }
   std::mt19937 rng(20261202);
   std::shuffle(grid.begin(), grid.end(), rng);

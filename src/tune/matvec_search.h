@@ -63,10 +63,9 @@ kernels::MatvecGeometry reference_geometry(const gpu::Device& device);
 
 // The search space: `first` (the pack's current choices) in front, then the grid
 // {shared_x, v3_both, split_block, carried} x workgroup {64..512} x logical subgroup {s/2, s, 2s} x
-// rows {1,2,4,8} x subgroupsPerRow {1,2}, plus shared_x at 4 and 16 tiles a workgroup where a
-// matrix of `rows` rows still gets 256 workgroups: shared_x first, then v3_both and split_block,
-// carried last, each in a fixed shuffled order so a search cut short samples all of it.
-std::vector<MatvecConfigChoice> matvec_space(const gpu::Device& device, const std::vector<MatvecConfigChoice>& first, uint32_t rows);
+// rows {1,2,4,8} x subgroupsPerRow {1,2}: shared_x first, then v3_both and split_block, carried
+// last, each in a fixed shuffled order so a search cut short samples all of it.
+std::vector<MatvecConfigChoice> matvec_space(const gpu::Device& device, const std::vector<MatvecConfigChoice>& first);
 
 // Measures `space` (the reference first) on `w` until `deadline` (the reference is always measured).
 // `input`: the pack's current choice for this shape (reported as `input` when measured).

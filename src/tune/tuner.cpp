@@ -6,7 +6,6 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
-#include "llm/kernel_choice.h"
 #include "llm/lfm2_weights.h"
 
 namespace ember::tune {
@@ -28,6 +27,19 @@ Clock::time_point at(Clock::time_point t0, double seconds) {
   return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
+kernels::MatvecGeometry to_kernel(const formats::Geometry& g) {
+  return {uint32_t(g.workgroup_size), uint32_t(g.subgroup_size), uint32_t(g.rows_per_subgroup), uint32_t(g.subgroups_per_row)};
+}
+
+formats::Geometry to_format(const kernels::MatvecGeometry& g) {
+  formats::Geometry f;
+  f.workgroup_size = g.workgroup_size;
+  f.subgroup_size = g.subgroup_size;
+  f.rows_per_subgroup = g.rows_per_subgroup;
+  f.subgroups_per_row = g.subgroups_per_row;
+  return f;
+}
+
 // The pack's own choices for a shape (its candidate entry, its knee): measured first.
 std::vector<MatvecConfigChoice> current_choices(const formats::LlmPack& pack, const std::string& key) {
   std::vector<MatvecConfigChoice> out;
@@ -38,11 +50,11 @@ std::vector<MatvecConfigChoice> current_choices(const formats::LlmPack& pack, co
   }
   if (const auto* mc = pack.candidate().matvec_for(key)) {
     try {
-      out.push_back({kernels::parse_q4_variant(mc->variant), llm::to_matvec_geometry(mc->geometry)});
+      out.push_back({kernels::parse_q4_variant(mc->variant), to_kernel(mc->geometry)});
     } catch (const std::exception&) {
     }
   }
-  if (const auto* g = pack.runtime().knee_for(key)) out.push_back({dv, llm::to_matvec_geometry(*g)});
+  if (const auto* g = pack.runtime().knee_for(key)) out.push_back({dv, to_kernel(*g)});
   return out;
 }
 
@@ -91,7 +103,7 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
     const auto deadline = at(Clock::now(), left / double(shapes.size() - i));
     auto w = weights.matrix(s.prefix, s.rows, s.cols);
     auto current = current_choices(pack, s.key);
-    auto space = matvec_space(device, current, s.rows);
+    auto space = matvec_space(device, current);
     std::optional<MatvecConfigChoice> input;
     if (!current.empty()) input = current.front();
     MatvecShapeResult r = search_matvec(kernels, timer, s, w, space, deadline, input);
@@ -262,15 +274,15 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
   std::map<std::string, int> wins;
   for (const auto& r : res.matvec) {
     formats::MatvecChoice mc;
-    mc.geometry = llm::to_format_geometry(r.best.config.geometry);
+    mc.geometry = to_format(r.best.config.geometry);
     mc.variant = kernels::q4_variant_name(r.best.config.variant);
     wins[mc.variant] += 1;
     auto it = std::find_if(c.matvec.begin(), c.matvec.end(), [&](const auto& e) { return e.first == r.shape.key; });
     if (it != c.matvec.end()) it->second = mc;
     else c.matvec.emplace_back(r.shape.key, mc);
     auto kt = std::find_if(rt.knee.begin(), rt.knee.end(), [&](const auto& k) { return k.shape == r.shape.key; });
-    if (kt != rt.knee.end()) kt->geometry = llm::to_format_geometry(r.knee);
-    else rt.knee.push_back({r.shape.key, llm::to_format_geometry(r.knee), formats::OrderedJson::object()});
+    if (kt != rt.knee.end()) kt->geometry = to_format(r.knee);
+    else rt.knee.push_back({r.shape.key, to_format(r.knee), formats::OrderedJson::object()});
   }
   if (!wins.empty())
     rt.dequant_variant = std::max_element(wins.begin(), wins.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
