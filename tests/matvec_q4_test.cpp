@@ -58,8 +58,7 @@ double run_matvec(const Case& c, uint32_t rows, uint32_t cols, bool asymmetric, 
 
 std::string geometry_name(const MatvecGeometry& g) {
   return "wg" + std::to_string(g.workgroup_size) + "_sg" + std::to_string(g.subgroup_size) + "_r" +
-         std::to_string(g.rows_per_subgroup) + "_s" + std::to_string(g.subgroups_per_row) +
-         (g.tiles_per_workgroup > 1 ? "_t" + std::to_string(g.tiles_per_workgroup) : "");
+         std::to_string(g.rows_per_subgroup) + "_s" + std::to_string(g.subgroups_per_row);
 }
 
 }  // namespace
@@ -116,14 +115,12 @@ INSTANTIATE_TEST_SUITE_P(
     reduction_and_geometry);
 
 // shared_x: every weight block a lane needs held in registers (up to 16), x staged in workgroup
-// memory; one to three blocks per lane and row at these shapes. Several tiles a workgroup (the
-// last geometries): 24 and 8 rows a tile, so the shapes end inside a workgroup's tiles, inside a
-// tile, and before a workgroup's first tile would need its second.
+// memory; one to three blocks per lane and row at these shapes.
 INSTANTIATE_TEST_SUITE_P(
     SharedX, MatvecQ4Test,
     ::testing::Combine(::testing::Values(kernels::Q4Variant::shared_x), ::testing::Values(kernels::Reduction::subgroup, kernels::Reduction::shared),
                        ::testing::Values(MatvecGeometry{512, 32, 4, 1}, MatvecGeometry{64, 4, 3, 2}, MatvecGeometry{32, 4, 2, 1},
-                                         MatvecGeometry{128, 16, 8, 1}, MatvecGeometry{64, 4, 3, 2, 3}, MatvecGeometry{32, 4, 2, 1, 4})),
+                                         MatvecGeometry{128, 16, 8, 1})),
     reduction_and_geometry);
 
 // Accumulate mode (y += W x) for each variant and reduction; its only difference is the store.
@@ -135,9 +132,6 @@ TEST(MatvecQ4Accumulate, AddsIntoY) {
         EXPECT_LT(run_matvec({variant, reduction, {256, 32, 3, 1}}, rows, cols, false, kernels::OutputMode::accumulate, seed++),
                   test::kF32Tolerance)
             << rows << "x" << cols;
-  EXPECT_LT(run_matvec({kernels::Q4Variant::shared_x, kernels::Reduction::best, {64, 8, 2, 1, 4}}, 100, 320, false, kernels::OutputMode::accumulate, seed++),
-            test::kF32Tolerance)
-      << "4 tiles a workgroup";
 }
 
 // The seed's shapes with the seed candidate's geometries: conv_in_proj-like 1024 -> 3072 is
@@ -210,7 +204,4 @@ TEST(MatvecQ4, PrefetchLeavesTheOutputUnchanged) {
     EXPECT_LT(run_matvec(c, 100, 320, false, kernels::OutputMode::accumulate, seed++, 5, true, 64), test::kF32Tolerance)
         << "2D grid";
   }
-  // shared_x with 3 tiles a workgroup: the prefetch workgroups follow fewer row workgroups.
-  const Case tiled{kernels::Q4Variant::shared_x, reduction, {64, 8, 2, 1, 3}};
-  EXPECT_LT(run_matvec(tiled, 100, 320, false, kernels::OutputMode::accumulate, seed++, 5, true, 64), test::kF32Tolerance) << "tiles, 2D grid";
 }

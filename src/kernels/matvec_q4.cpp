@@ -32,9 +32,6 @@ void check_geometry(const MatvecGeometry& g, const MatvecConfig& config, const g
     fail("workgroupSize " + std::to_string(g.workgroup_size) + " is not a multiple of subgroupSize * subgroupsPerRow = " +
              std::to_string(lanes),
          "pick a workgroupSize that holds whole lane groups");
-  if (g.tiles_per_workgroup == 0) fail("tilesPerWorkgroup is 0", "give tilesPerWorkgroup >= 1 (1: one tile a workgroup)");
-  if (g.tiles_per_workgroup > 1 && config.variant != Q4Variant::shared_x)
-    fail("tilesPerWorkgroup " + std::to_string(g.tiles_per_workgroup) + " needs the shared_x variant", "use tilesPerWorkgroup 1 or variant shared_x");
   if (g.rows_per_subgroup > 8) fail("rowsPerSubgroup " + std::to_string(g.rows_per_subgroup) + " is above 8", "use 1..8");
   if (g.rows_per_subgroup > lanes)  // lane r of a group stores row r
     fail("rowsPerSubgroup " + std::to_string(g.rows_per_subgroup) + " is above the lane group's " + std::to_string(lanes) + " lanes",
@@ -81,7 +78,6 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
                                    {"SG", g.subgroup_size},
                                    {"RPS", g.rows_per_subgroup},
                                    {"SPR", g.subgroups_per_row},
-                                   {"TPW", g.tiles_per_workgroup},
                                    {"BLOCKS", config.cols / 32}}};
   if (config.variant != Q4Variant::carried) key.defines.insert("V3_BOTH");
   if (config.variant == Q4Variant::shared_x) key.defines.insert("SHARED_X");

@@ -14,12 +14,8 @@ struct MatvecGeometry {
   uint32_t subgroup_size = 32;
   uint32_t rows_per_subgroup = 1;  // at most 8
   uint32_t subgroups_per_row = 1;
-  // shared_x only: tiles of rows_per_tile() rows one workgroup makes in turn, staging x once and
-  // loading the next tile's weights during the current tile's dots (tilesPerWorkgroup, default 1).
-  uint32_t tiles_per_workgroup = 1;
-  uint32_t rows_per_tile() const { return workgroup_size / (subgroup_size * subgroups_per_row) * rows_per_subgroup; }
   // Rows one workgroup produces.
-  uint32_t rows_per_workgroup() const { return rows_per_tile() * tiles_per_workgroup; }
+  uint32_t rows_per_workgroup() const { return workgroup_size / (subgroup_size * subgroups_per_row) * rows_per_subgroup; }
 };
 
 struct MatvecConfig {

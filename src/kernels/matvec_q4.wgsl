@@ -19,10 +19,7 @@
 //                swizzled so lanes reading consecutive blocks hit distinct banks) while those loads
 //                are in flight. A decode matvec is latency-bound: this issues all of a lane's
 //                weight loads at once instead of one block per loop step. Needs
-//                ceil(BLOCKS / L) * NR <= MAX_HELD. With TPW > 1 (tilesPerWorkgroup) a workgroup
-//                makes TPW consecutive tiles of WG / L * RPS rows, staging x once and issuing the
-//                next tile's loads before the current tile's dots: large matrices (the head) then
-//                stream instead of paying x's staging and the load latency once per small tile.
+//                ceil(BLOCKS / L) * NR <= MAX_HELD.
 //   ASYMMETRIC   zero points (binding 5): w = (q - zp) * scale (the head); else (q - 8) * scale.
 //   ACCUMULATE   y += W x (residual add) instead of y = W x.
 //   SUBGROUPS    subgroup reduction; otherwise workgroup memory only (no optional feature).
@@ -109,7 +106,6 @@ override SG: u32 = 32u;   // subgroupSize (logical lane-group width)
 override RPS: u32 = 1u;   // rowsPerSubgroup, at most MAX_RPS
 override SPR: u32 = 1u;   // subgroupsPerRow
 override L: u32 = SG * SPR;  // lanes per row group: a power of two dividing WG
-override TPW: u32 = 1u;       // tilesPerWorkgroup: tiles of WG / L * RPS rows a workgroup makes (SHARED_X)
 // cols / 32, fixed per pipeline: the lane loops get compile-time trip counts, so the driver can
 // unroll them and issue their loads together.
 override BLOCKS: u32 = 32u;
@@ -134,12 +130,6 @@ var<workgroup> partials: array<f32, WG * NR>;
 #if SHARED_X
 const MAX_HELD = 16u;                         // weight blocks a lane holds in registers
 override ITERS: u32 = (BLOCKS + L - 1u) / L;  // blocks per lane and row
-// A lane's weight blocks of one tile, their scales and (ASYMMETRIC) the words holding their zero points.
-struct Held {
-  w: array<vec4<u32>, MAX_HELD>,
-  s: array<f32, MAX_HELD>,
-  z: array<u32, MAX_HELD>,
-}
 var<workgroup> x_shared: array<vec4<f32>, BLOCKS * 8u>;
 // Piece k of block b sits at b * 8 + (k + b) % 8: lanes reading the same piece of consecutive
 // blocks land on different banks.
@@ -281,31 +271,61 @@ fn block_zero(r: u32, b: u32) -> f32 {
 #endif
 }
 
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32,
+#if SUBGROUPS
+        @builtin(subgroup_size) sg_size: u32
+#endif
+        ) {
+#if SUBGROUPS
+  sg_lanes = sg_size;
+#endif
+  // 2D grids exist only to stay under maxComputeWorkgroupsPerDimension.
+  let wg_index = wg.y * nwg.x + wg.x;
+#if PREFETCH
+  let row_groups = (p.rows + (WG / L) * RPS - 1u) / ((WG / L) * RPS);
+  if (wg_index >= row_groups) {  // uniform per workgroup: no barrier is skipped by part of it
+    prefetch(wg_index - row_groups, li);
+    return;
+  }
+#endif
+  let group = li / L;
+  let lane = li % L;
+  let row0 = (wg_index * (WG / L) + group) * RPS;
+  var acc: array<f32, MAX_NR>;
 #if SHARED_X
-// This lane's weight blocks of the tile whose lane group starts at row0, every load issued
-// before any is used.
-fn load_tile(row0: u32, lane: u32) -> Held {
-  var h: Held;
+  // 1. This lane's weight blocks into registers: every load issued before any is used.
+  var held_w: array<vec4<u32>, MAX_HELD>;
+  var held_scale: array<f32, MAX_HELD>;
   for (var i = 0u; i < ITERS; i++) {
     let b = lane + i * L;
     for (var j = 0u; j < NR; j++) {
       if (b < BLOCKS && row0 + (j % RPS) < p.rows) {
         let blk = weight_row(row0, j) * BLOCKS + b;
-        h.w[i * NR + j] = wq[blk];
-        h.s[i * NR + j] = scales[blk];
-#if ASYMMETRIC
-        h.z[i * NR + j] = zero_points[blk / 8u];
-#endif
+        held_w[i * NR + j] = wq[blk];
+        held_scale[i * NR + j] = scales[blk];
       }
     }
   }
-  return h;
-}
-
-// The tile's dots from held blocks and the staged x; the norm's scale is one factor per row,
-// applied after.
-fn tile_dots(h: Held, row0: u32, lane: u32) -> array<f32, MAX_NR> {
-  var acc: array<f32, MAX_NR>;
+  // 2. x (times the norm weight) into workgroup memory while those loads are in flight.
+  var ss = 0.0;
+  for (var i = li; i < BLOCKS * 8u; i += WG) {
+    let v = x[i];
+#if NORM_INPUT
+    ss += dot(v, v);
+    x_shared[x_slot(i)] = v * norm_w[i];
+#else
+    x_shared[x_slot(i)] = v;
+#endif
+  }
+#if NORM_INPUT
+  norm_scale = norm_scale_of(workgroup_sum(li, ss));  // its barriers publish x_shared too
+#else
+  workgroupBarrier();
+#endif
+  // 3. The dots; the norm's scale is one factor per row, applied after.
   for (var i = 0u; i < ITERS; i++) {
     let b = lane + i * L;
     if (b < BLOCKS) {
@@ -313,12 +333,8 @@ fn tile_dots(h: Held, row0: u32, lane: u32) -> array<f32, MAX_NR> {
       for (var k = 0u; k < 8u; k++) { xs[k] = x_shared[x_slot(b * 8u + k)]; }
       for (var j = 0u; j < NR; j++) {
         if (row0 + (j % RPS) < p.rows) {
-#if ASYMMETRIC
-          let zero = f32(q4_nibble(h.z[i * NR + j], weight_row(row0, j) * BLOCKS + b));
-#else
-          let zero = 8.0;
-#endif
-          acc[j] += h.s[i * NR + j] * q4_block_dot(h.w[i * NR + j], xs, zero);
+          let r = weight_row(row0, j);
+          acc[j] += held_scale[i * NR + j] * q4_block_dot(held_w[i * NR + j], xs, block_zero(r, b));
         }
       }
     }
@@ -326,24 +342,44 @@ fn tile_dots(h: Held, row0: u32, lane: u32) -> array<f32, MAX_NR> {
 #if NORM_INPUT
   for (var j = 0u; j < NR; j++) { acc[j] *= norm_scale; }
 #endif
-  return acc;
-}
+#else
+#if NORM_INPUT
+  norm_scale = input_norm_scale(li);
+#endif
+#if SPLIT_BLOCK
+  let part = lane % 8u;  // elements 4 part .. 4 part + 3 of a block: the nibbles of word part / 2
+  let shift = 16u * (part % 2u);
+  for (var b = lane / 8u; b < BLOCKS; b += L / 8u) {
+    let xv = x_piece(b * 8u + part) * Q4_UNSCALE;  // q4_scaled's 16^j undone on x, once for all rows
+    for (var j = 0u; j < NR; j++) {
+      if (row0 + (j % RPS) < p.rows) {
+        let r = weight_row(row0, j);
+        let blk = r * BLOCKS + b;
+        acc[j] += scales[blk] * dot(q4_scaled(wq[blk][part / 2u] >> shift, q4_bias(block_zero(r, b))), xv);
+      }
+    }
+  }
+#else
+  for (var b = lane; b < BLOCKS; b += L) {
+    let xs = load_x_block(b);
+    for (var j = 0u; j < NR; j++) {
+      if (row0 + (j % RPS) < p.rows) {
+        let r = weight_row(row0, j);
+        acc[j] += scales[r * BLOCKS + b] * q4_block_dot(load_w_block(r, b), xs, block_zero(r, b));
+      }
+    }
+  }
+#endif
 #endif
 
-// Sums each lane group's partial dots and stores its RPS rows (uniform control flow; with TPW > 1
-// it ends with a barrier, so the next tile can reuse `partials`). sgw: the hardware subgroup size (1 without SUBGROUPS),
-// passed down from main so that the uniformity analysis sees it is uniform.
-fn store_rows(acc: array<f32, MAX_NR>, row0: u32, li: u32, sgw: u32) {
-  let group = li / L;
-  let lane = li % L;
 #if SUBGROUPS
-  // Sum inside the hardware subgroup over w = min(L, sgw) lanes: subgroupAdd when a lane group
+  // Sum inside the hardware subgroup over w = min(L, sg_size) lanes: subgroupAdd when a lane group
   // spans whole subgroups, a butterfly over the low lanes when several groups share a subgroup.
   // Then one partial per w lanes goes to workgroup memory (L / w of them per group).
-  let w = min(L, sgw);
+  let w = min(L, sg_size);
   for (var j = 0u; j < NR; j++) {
     var s = acc[j];
-    if (w == sgw) {
+    if (w == sg_size) {
       s = subgroupAdd(s);
     } else {
       for (var off = 1u; off < w; off <<= 1u) { s += subgroupShuffleXor(s, off); }
@@ -387,96 +423,4 @@ fn store_rows(acc: array<f32, MAX_NR>, row0: u32, li: u32, sgw: u32) {
 #endif
 #endif
   }
-  if (TPW > 1u) { workgroupBarrier(); }
-}
-
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wg: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) li: u32,
-#if SUBGROUPS
-        @builtin(subgroup_size) sg_size: u32
-#endif
-        ) {
-#if SUBGROUPS
-  sg_lanes = sg_size;
-  let sgw = sg_size;
-#else
-  let sgw = 1u;
-#endif
-  // 2D grids exist only to stay under maxComputeWorkgroupsPerDimension.
-  let wg_index = wg.y * nwg.x + wg.x;
-  let tile_rows = (WG / L) * RPS;
-#if PREFETCH
-  let row_groups = (p.rows + tile_rows * TPW - 1u) / (tile_rows * TPW);
-  if (wg_index >= row_groups) {  // uniform per workgroup: no barrier is skipped by part of it
-    prefetch(wg_index - row_groups, li);
-    return;
-  }
-#endif
-  let group = li / L;
-  let lane = li % L;
-#if SHARED_X
-  // 1. The first tile's weight blocks into registers.
-  let first_tile = wg_index * TPW;
-  var held = load_tile((first_tile * (WG / L) + group) * RPS, lane);
-  // 2. x (times the norm weight) into workgroup memory while those loads are in flight.
-  var ss = 0.0;
-  for (var i = li; i < BLOCKS * 8u; i += WG) {
-    let v = x[i];
-#if NORM_INPUT
-    ss += dot(v, v);
-    x_shared[x_slot(i)] = v * norm_w[i];
-#else
-    x_shared[x_slot(i)] = v;
-#endif
-  }
-#if NORM_INPUT
-  norm_scale = norm_scale_of(workgroup_sum(li, ss));  // its barriers publish x_shared too
-#else
-  workgroupBarrier();
-#endif
-  // 3. Each tile: the next tile's loads issued, then this tile's dots and rows.
-  for (var k = 0u; k < TPW; k++) {
-    let t = first_tile + k;
-    if (t * tile_rows >= p.rows) { break; }  // uniform per workgroup
-    let row0 = (t * (WG / L) + group) * RPS;
-    var next: Held;
-    if (k + 1u < TPW) { next = load_tile(row0 + tile_rows, lane); }
-    store_rows(tile_dots(held, row0, lane), row0, li, sgw);
-    held = next;
-  }
-#else
-  let row0 = (wg_index * (WG / L) + group) * RPS;
-  var acc: array<f32, MAX_NR>;
-#if NORM_INPUT
-  norm_scale = input_norm_scale(li);
-#endif
-#if SPLIT_BLOCK
-  let part = lane % 8u;  // elements 4 part .. 4 part + 3 of a block: the nibbles of word part / 2
-  let shift = vec4<u32>(0u, 4u, 8u, 12u) + 16u * (part % 2u);
-  for (var b = lane / 8u; b < BLOCKS; b += L / 8u) {
-    let xv = x_piece(b * 8u + part);
-    for (var j = 0u; j < NR; j++) {
-      if (row0 + (j % RPS) < p.rows) {
-        let r = weight_row(row0, j);
-        let blk = r * BLOCKS + b;
-        let q = (vec4<u32>(wq[blk][part / 2u]) >> shift) & vec4<u32>(15u);
-        acc[j] += scales[blk] * dot(vec4<f32>(q) - block_zero(r, b), xv);
-      }
-    }
-  }
-#else
-  for (var b = lane; b < BLOCKS; b += L) {
-    let xs = load_x_block(b);
-    for (var j = 0u; j < NR; j++) {
-      if (row0 + (j % RPS) < p.rows) {
-        let r = weight_row(row0, j);
-        acc[j] += scales[r * BLOCKS + b] * q4_block_dot(load_w_block(r, b), xs, block_zero(r, b));
-      }
-    }
-  }
-#endif
-  store_rows(acc, row0, li, sgw);
-#endif
 }
