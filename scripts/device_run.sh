@@ -63,9 +63,9 @@ switch_bench() {
 # $OUT/PREFIX_x<options>.json, and its summary line (scripts/ss_flow_summary.py). ss_flow_full adds
 # the full default sampling run (medians of 5).
 # bench llm of PACK with BINARY into $OUT/llm_NAME.json and one summary line (run: scripts use it).
-bench_llm() {  # BINARY PACK NAME
-  local b=$1 p=$2 n=$3
-  if $b bench llm --model "$p" --quiet --json > "$OUT/llm_$n.json" 2> "$OUT/llm_$n.err"; then
+bench_llm() {  # BINARY PACK NAME [BENCH OPTIONS...]
+  local b=$1 p=$2 n=$3; shift 3
+  if $b bench llm --model "$p" --quiet --json "$@" > "$OUT/llm_$n.json" 2> "$OUT/llm_$n.err"; then
     python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[2], j['device']['device'] + ',', '%d dispatches,' % j['dispatches_per_token'], 'TTFT %.2f ms' % j['ttft_ms'], ' '.join('ctx %d: %.0f tok/s (GPU step %.1f us)' % (c['context'], c['decode_tok_s'], c['step_gpu_us']) for c in j['contexts']))" "$OUT/llm_$n.json" "$n:"
   else
     echo "$n failed:"; tail -3 "$OUT/llm_$n.err"
