@@ -217,6 +217,36 @@ TEST(BenchLlm, JsonHasTheDocumentedFields) {
   EXPECT_TRUE(j["contexts"][1].contains("skipped"));
 }
 
+// With the out projection + MLP as one dispatch, its weights are that kernel's bytes (its floor
+// counts them), not the unused matvecs'.
+TEST(BenchLlm, ProfileCountsTheResidualMlpWeights) {
+  fs::path dir = test::with_candidate(test::lfm2_test_pack("tiny"), scratch("residual_bytes"), {{"residualMlpWorkgroups", 1}});
+  auto pack = formats::LlmPack::open(dir);
+  llm::Lfm2Model model(test::test_device(), test::test_kernels(), pack, {.quiet = true});
+  ASSERT_TRUE(model.residual_mlp());
+  llm::Generator gen(model);
+  auto ceilings = tune::measure_ceilings(test::test_device(), test::test_kernels(), 1 << 20, 1);
+  tune::LlmBenchOptions o;
+  o.prompt = 12;
+  o.gen = 4;
+  o.contexts = {8};
+  o.repeats = 1;
+  o.profile = true;
+  o.profile_steps = 1;
+  auto j = tune::bench_llm(model, gen, ceilings, o).to_json();
+  uint64_t profiled = 0, residual = 0;
+  for (const auto& k : j["contexts"][0]["profile"]) {
+    profiled += k["bytes"].get<uint64_t>();
+    if (k["kernel"].get<std::string>().rfind("residual_mlp_q4", 0) == 0) residual += k["bytes"].get<uint64_t>();
+  }
+  const auto& s = model.shape();
+  const uint64_t H = s.hidden, F = s.ffn;
+  EXPECT_GE(residual, uint64_t(s.layers()) * (3 * F * H / 2)) << "gate_up and down quant bytes at least";
+  EXPECT_GE(profiled, model.decode_weight_bytes() - H * 4 * (2 * s.layers() + 1));
+  EXPECT_LE(profiled, model.decode_weight_bytes() + 2 * 8 * uint64_t(s.kv_rows()) * 4 * s.layers()) << "nothing counted twice";
+  fs::remove_all(dir);
+}
+
 // The prefill matmul search on a small shape: every geometry it keeps reproduces the default
 // geometry's output; the k-major variant is searched on k-major weights.
 TEST(Tune, PrefillMatmulSearchKeepsOnlyMatchingGeometries) {

@@ -36,13 +36,19 @@ llm::SamplingOptions greedy() {
 
 // Bytes per decode step read by each kernel label of the model's decode graph, where they can
 // be computed from the shape and the kernel choices: the matvecs (labels come from the same
-// kernel cache the model used), the fused MLP, attention over the KV cache.
+// kernel cache the model used), the fused MLP, the one-dispatch out projection + MLP, attention
+// over the KV cache.
 std::map<std::string, uint64_t> bytes_by_label(const llm::Lfm2Model& model, uint32_t context) {
   std::map<std::string, uint64_t> out;
   const auto& s = model.shape();
   const auto& ch = model.choices();
   for (const auto& m : matrix_shapes(s)) {
-    if (ch.mlp_pair && (m.key == "mlp_gate_up" || m.key == "mlp_down")) continue;
+    const bool mlp = m.key == "mlp_gate_up" || m.key == "mlp_down";
+    if (ch.mlp_pair && mlp) continue;
+    if (model.residual_mlp() && (mlp || m.key == "attn_o_proj" || m.key == "conv_out_proj")) {
+      out["residual_mlp_q4"] += m.bytes() * uint64_t(m.count);
+      continue;
+    }
     out[model.decode_matvec(m.key).kernel().label()] += m.bytes() * uint64_t(m.count);
   }
   const uint64_t H = s.hidden, F = s.ffn;
