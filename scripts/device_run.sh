@@ -59,9 +59,6 @@ switch_bench() {
   done
   ember bench llm --model /tmp/switch_pack --quiet --profile --repeats 1 --gen 64 | tee "$OUT/bench_llm_${name}_true.txt"
 }
-# One ss-flow variant of the seed shape (random weights): forwards at batch 1 and 2, medians of 3, into
-# $OUT/PREFIX_x<options>.json, and its summary line (scripts/ss_flow_summary.py). ss_flow_full adds
-# the full default sampling run (medians of 5).
 # bench llm of PACK with BINARY into $OUT/llm_NAME.json and one summary line (run: scripts use it).
 bench_llm() {  # BINARY PACK NAME [BENCH OPTIONS...]
   local b=$1 p=$2 n=$3; shift 3
@@ -71,6 +68,9 @@ bench_llm() {  # BINARY PACK NAME [BENCH OPTIONS...]
     echo "$n failed:"; tail -3 "$OUT/llm_$n.err"
   fi
 }
+# One ss-flow variant of the seed shape (random weights): forwards at batch 1 and 2, medians of 3, into
+# $OUT/PREFIX_x<options>.json, and its summary line (scripts/ss_flow_summary.py). ss_flow_full adds
+# the full default sampling run (medians of 5).
 json_name() { echo "x$*" | tr -d '-' | tr -c 'A-Za-z0-9._\n' '_'; }  # options as a plain file name
 ss_flow_variant() {  # PREFIX [OPTIONS...]
   local prefix=$1; shift
