@@ -22,6 +22,7 @@ trap 'tar czf "$FINAL/results.tgz" -C "$OUT" .' EXIT
 for f in .dev/debs/*.deb; do dpkg -x "$f" /; done
 ldconfig
 export PATH="$PWD/.dev/bin:$PATH"
+export EMBER_BINARY="$PWD/.dev/bin/ember"  # for the CLI tests of ember_tests (tests/ember_binary.h)
 if ldd .dev/bin/ember | grep -q "not found"; then export LD_LIBRARY_PATH="$PWD/.dev/libs"; fi
 
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json

@@ -17,6 +17,7 @@
 #include "common/error.h"
 #include "llm/hf_chat_template.h"
 #include "llm/jinja/template.h"
+#include "ember_binary.h"
 
 using namespace ember;
 
@@ -115,23 +116,23 @@ TEST(ChatTemplateCli, RendersFromConfig) {
     return out;
   };
   int status = 0;
-  std::string out = run(std::string(EMBER_BINARY) + " chat-template --tokenizer-config " + fixture("qwen3.tokenizer_config.json") +
+  std::string out = run(ember::test::ember_binary() + " chat-template --tokenizer-config " + fixture("qwen3.tokenizer_config.json") +
                             " --messages " + messages + " --add-generation-prompt",
                         status);
   EXPECT_EQ(status, 0) << out;
   EXPECT_EQ(out, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n");
-  out = run(std::string(EMBER_BINARY) + " chat-template --tokenizer-config " + fixture("gemma.tokenizer_config.json") + " --messages " + messages, status);
+  out = run(ember::test::ember_binary() + " chat-template --tokenizer-config " + fixture("gemma.tokenizer_config.json") + " --messages " + messages, status);
   EXPECT_NE(status, 0);
   EXPECT_NE(out.find("System role not supported"), std::string::npos) << out;
   // A model directory without a template: LFM2's built-in one; with chat_template.jinja: that file.
   std::string dir = std::filesystem::temp_directory_path() / ("ember_chat_model_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/tokenizer_config.json") << R"({"bos_token": "<s>"})";
-  out = run(std::string(EMBER_BINARY) + " chat-template --model " + dir + " --messages " + messages, status);
+  out = run(ember::test::ember_binary() + " chat-template --model " + dir + " --messages " + messages, status);
   EXPECT_EQ(status, 0) << out;
   EXPECT_NE(out.find("<|startoftext|><|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n"), std::string::npos) << out;
   std::ofstream(dir + "/chat_template.jinja") << "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{% endfor %}";
-  out = run(std::string(EMBER_BINARY) + " chat-template --model " + dir + " --messages " + messages, status);
+  out = run(ember::test::ember_binary() + " chat-template --model " + dir + " --messages " + messages, status);
   EXPECT_EQ(out, "<s>[system][user]");
   std::filesystem::remove_all(dir);
   std::remove(messages.c_str());

@@ -1,4 +1,4 @@
-// Runs the real `ember` binary (EMBER_BINARY) and captures what it prints; finds numpy.
+// Runs the real `ember` binary (ember_binary.h) and captures what it prints; finds numpy.
 #pragma once
 
 #include <array>
@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 #include <sys/wait.h>
+#include "ember_binary.h"
 
 namespace ember::test {
 
@@ -15,7 +16,7 @@ struct CliResult {
 };
 
 inline CliResult run_ember(const std::string& args) {
-  std::string cmd = std::string(EMBER_BINARY) + " " + args + " 2>&1";
+  std::string cmd = ember::test::ember_binary() + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;

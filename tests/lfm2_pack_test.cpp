@@ -17,6 +17,7 @@
 #include "formats/q4_quantize.h"
 #include "formats/safetensors.h"
 #include "reference/q4_reference.h"
+#include "ember_binary.h"
 
 namespace fs = std::filesystem;
 using namespace ember::formats;
@@ -32,7 +33,7 @@ fs::path temp_dir(const std::string& name) {
 
 int run_ember(const std::string& args, std::string* output = nullptr) {
   fs::path log = fs::temp_directory_path() / ("ember_lfm2_cli_" + std::to_string(::getpid()) + ".log");
-  int rc = std::system((std::string(EMBER_BINARY) + " " + args + " >" + log.string() + " 2>&1").c_str());
+  int rc = std::system((ember::test::ember_binary() + " " + args + " >" + log.string() + " 2>&1").c_str());
   if (output) *output = ember::read_file(log);
   fs::remove(log);
   return WEXITSTATUS(rc);

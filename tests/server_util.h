@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include "ember_binary.h"
 
 namespace ember::test {
 
@@ -32,7 +33,7 @@ class ServerProcess {
       FILE* err = std::fopen(log_.c_str(), "w");
       if (err) dup2(fileno(err), 2);
       close(out[0]);
-      std::vector<std::string> argv = {EMBER_BINARY, "serve", "--model", pack, "--port", "0", "--quiet"};
+      std::vector<std::string> argv = {ember::test::ember_binary(), "serve", "--model", pack, "--port", "0", "--quiet"};
       argv.insert(argv.end(), args.begin(), args.end());
       std::vector<char*> c;
       for (auto& a : argv) c.push_back(a.data());

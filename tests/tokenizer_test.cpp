@@ -19,6 +19,7 @@
 #include "llm/chat_template.h"
 #include "llm/tokenizer.h"
 #include "llm/utf8.h"
+#include "ember_binary.h"
 
 using namespace ember;
 using llm::Tokenizer;
@@ -269,7 +270,7 @@ TEST(TokenizerCli, TokenizeAndDetokenize) {
     EXPECT_EQ(pclose(p), 0) << cmd;
     return out;
   };
-  std::string ids = run(std::string(EMBER_BINARY) + " tokenize --tokenizer " + tok_file + " --add-special --ids --text 'Hello <|im_end|> world'");
+  std::string ids = run(ember::test::ember_binary() + " tokenize --tokenizer " + tok_file + " --add-special --ids --text 'Hello <|im_end|> world'");
   auto want = fixture_tokenizer("ember-demo").encode("Hello <|im_end|> world", true);
   std::string joined;
   for (size_t i = 0; i < want.size(); i++) {
@@ -277,7 +278,7 @@ TEST(TokenizerCli, TokenizeAndDetokenize) {
     joined += std::to_string(want[i]);
   }
   EXPECT_EQ(ids, joined + "\n");
-  EXPECT_EQ(run("echo '" + joined + "' | " + EMBER_BINARY + " detokenize --skip-special --tokenizer " + tok_file), "Hello  world");
+  EXPECT_EQ(run("echo '" + joined + "' | " + ember::test::ember_binary() + " detokenize --skip-special --tokenizer " + tok_file), "Hello  world");
 }
 
 TEST(TokenizerOffsets, ByteLevelOffsetsMatchTheLibrary) {
@@ -336,7 +337,7 @@ CliRun run_cli(const std::string& args, const std::string& input = "") {
     f << input;
   }
   std::string out;
-  FILE* p = popen((std::string(EMBER_BINARY) + " " + args + " < " + path + " 2>&1").c_str(), "r");
+  FILE* p = popen((ember::test::ember_binary() + " " + args + " < " + path + " 2>&1").c_str(), "r");
   char buf[4096];
   for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
   int status = pclose(p);

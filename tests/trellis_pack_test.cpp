@@ -17,6 +17,7 @@
 #include "formats/trellis_pack.h"
 #include "formats/trellis_packer.h"
 #include "reference/int8_reference.h"
+#include "ember_binary.h"
 
 namespace fs = std::filesystem;
 using namespace ember;
@@ -47,7 +48,7 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 int run_ember(const std::string& args, std::string* output = nullptr) {
   fs::path log = fs::temp_directory_path() / ("ember_stage_cli_" + std::to_string(::getpid()) + ".log");
-  int rc = std::system((std::string(EMBER_BINARY) + " " + args + " >" + log.string() + " 2>&1").c_str());
+  int rc = std::system((ember::test::ember_binary() + " " + args + " >" + log.string() + " 2>&1").c_str());
   if (output) *output = read_file(log);
   fs::remove(log);
   return WEXITSTATUS(rc);
