@@ -50,7 +50,12 @@ class ServerProcess {
     if (colon == std::string::npos) throw std::runtime_error("unexpected first line: " + s);
     port_ = std::stoi(s.substr(colon + 1));
   }
-  ~ServerProcess() { stop(); }
+  // The server's stderr log stays (and its path is printed) only when the test has failed.
+  ~ServerProcess() {
+    stop();
+    if (::testing::Test::HasFailure()) std::fprintf(stderr, "ember serve log kept: %s\n", log_.c_str());
+    else std::remove(log_.c_str());
+  }
 
   // SIGTERM and wait; returns the exit status (-1 when killed by a signal).
   int stop(int sig = SIGTERM) {
