@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 #include <sys/wait.h>
+
 #include "ember_binary.h"
 
 namespace ember::test {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
 #include "ember_binary.h"
 
 namespace ember::test {
