@@ -64,6 +64,20 @@ tune::TuneResult tune_into(const fs::path& dir, double budget, bool allow_mlp_pa
   return r;
 }
 
+// bench llm with the per-kernel profile at a test's size: a 12-token prompt, 4 steps, one repeat.
+nlohmann::json small_profiled_bench(llm::Lfm2Model& model, std::vector<uint32_t> contexts) {
+  llm::Generator gen(model);
+  auto ceilings = tune::measure_ceilings(test::test_device(), test::test_kernels(), 1 << 20, 1);
+  tune::LlmBenchOptions o;
+  o.prompt = 12;
+  o.gen = 4;
+  o.contexts = std::move(contexts);
+  o.repeats = 1;
+  o.profile = true;
+  o.profile_steps = 1;
+  return tune::bench_llm(model, gen, ceilings, o).to_json();
+}
+
 }  // namespace
 
 TEST(Tune, ShortBudgetWritesAValidRuntimeThatMatchesTheReference) {
@@ -164,16 +178,7 @@ TEST(Tune, CandidateTunedOnAnotherAdapterSaysSo) {
 TEST(BenchLlm, JsonHasTheDocumentedFields) {
   auto pack = formats::LlmPack::open(test::lfm2_test_pack("tiny"));
   llm::Lfm2Model model(test::test_device(), test::test_kernels(), pack, {.quiet = true});
-  llm::Generator gen(model);
-  auto ceilings = tune::measure_ceilings(test::test_device(), test::test_kernels(), 1 << 20, 1);
-  tune::LlmBenchOptions o;
-  o.prompt = 12;
-  o.gen = 4;
-  o.contexts = {8, 100000};
-  o.repeats = 1;
-  o.profile = true;
-  o.profile_steps = 1;
-  auto j = tune::bench_llm(model, gen, ceilings, o).to_json();
+  auto j = small_profiled_bench(model, {8, 100000});
   for (const char* k : {"device", "ceilings", "statistic", "repeats", "prompt_tokens", "gen_tokens", "ttft_ms", "prefill_ms", "prefill_tok_s",
                         "prefill_gpu_ms", "dispatches_per_token", "weight_bytes_per_token", "down_copy", "contexts"})
     EXPECT_TRUE(j.contains(k)) << k;
@@ -224,16 +229,7 @@ TEST(BenchLlm, ProfileCountsTheResidualMlpWeights) {
   auto pack = formats::LlmPack::open(dir);
   llm::Lfm2Model model(test::test_device(), test::test_kernels(), pack, {.quiet = true});
   ASSERT_TRUE(model.residual_mlp());
-  llm::Generator gen(model);
-  auto ceilings = tune::measure_ceilings(test::test_device(), test::test_kernels(), 1 << 20, 1);
-  tune::LlmBenchOptions o;
-  o.prompt = 12;
-  o.gen = 4;
-  o.contexts = {8};
-  o.repeats = 1;
-  o.profile = true;
-  o.profile_steps = 1;
-  auto j = tune::bench_llm(model, gen, ceilings, o).to_json();
+  auto j = small_profiled_bench(model, {8});
   uint64_t profiled = 0, residual = 0;
   for (const auto& k : j["contexts"][0]["profile"]) {
     profiled += k["bytes"].get<uint64_t>();
