@@ -49,6 +49,10 @@ seed_pack() {  # the seed-000-shape model with random weights, made here (fast o
   fi
   echo /tmp/ember-seed/pack
 }
+# One line from a `bench llm --json` file: LABEL, device, dispatches, TTFT, tok/s and GPU step per context.
+llm_summary() {  # FILE LABEL
+  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[2], j['device']['device'] + ',', '%d dispatches,' % j['dispatches_per_token'], 'TTFT %.2f ms' % j['ttft_ms'], ' '.join('ctx %d: %.0f tok/s (GPU step %.1f us)' % (c['context'], c['decode_tok_s'], c['step_gpu_us']) for c in j['contexts']))" "$1" "$2"
+}
 # The recorded tune with one candidate switch off, then on (after llm-tuned made /tmp/seed_pack).
 switch_bench() {
   local key=$1 name=$2
@@ -56,7 +60,7 @@ switch_bench() {
     rm -rf /tmp/switch_pack && cp -r /tmp/seed_pack /tmp/switch_pack
     python3 -c "import json,sys; j=json.load(open('bench/results/tuned_runtime.json')); j['candidate'][sys.argv[1]]=(sys.argv[2]=='true'); json.dump(j, open('/tmp/switch_pack/runtime.json','w'), indent=1)" "$key" $on
     ember bench llm --model /tmp/switch_pack --quiet --json > "$OUT/bench_llm_${name}_$on.json"
-    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[2], sys.argv[3], 'TTFT %.2f ms' % j['ttft_ms'], ' '.join('ctx %d: %.0f tok/s (GPU step %.1f us)' % (c['context'], c['decode_tok_s'], c['step_gpu_us']) for c in j['contexts']))" "$OUT/bench_llm_${name}_$on.json" "$key" $on
+    llm_summary "$OUT/bench_llm_${name}_$on.json" "$key $on:"
   done
   ember bench llm --model /tmp/switch_pack --quiet --profile --repeats 1 --gen 64 | tee "$OUT/bench_llm_${name}_true.txt"
 }
@@ -64,7 +68,7 @@ switch_bench() {
 bench_llm() {  # BINARY PACK NAME [BENCH OPTIONS...]
   local b=$1 p=$2 n=$3; shift 3
   if $b bench llm --model "$p" --quiet --json "$@" > "$OUT/llm_$n.json" 2> "$OUT/llm_$n.err"; then
-    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[2], j['device']['device'] + ',', '%d dispatches,' % j['dispatches_per_token'], 'TTFT %.2f ms' % j['ttft_ms'], ' '.join('ctx %d: %.0f tok/s (GPU step %.1f us)' % (c['context'], c['decode_tok_s'], c['step_gpu_us']) for c in j['contexts']))" "$OUT/llm_$n.json" "$n:"
+    llm_summary "$OUT/llm_$n.json" "$n:"
   else
     echo "$n failed:"; tail -3 "$OUT/llm_$n.err"
   fi
