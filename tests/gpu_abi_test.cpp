@@ -2,8 +2,11 @@
 // each feature number is requested and then observed to do what the feature does.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "gpu/profiler.h"
+#include "gpu/recorder.h"
 #include "gpu_fixture.h"
 
 using namespace ember;
@@ -76,6 +79,28 @@ TEST(GpuAbi, TimestampQueryNumberEnablesTimestamps) {
   }), Error);
 }
 
+// Dawn rounds timestamps to 65,536 ns unless timestamp_quantization is off (DeviceOptions::
+// profiling); the profiler refuses a rounded device, and an exact one reads durations off that grid.
+TEST(GpuAbi, ProfilerNeedsExactTimestamps) {
+  gpu::Device rounded = gpu::Device::open({});
+  EXPECT_FALSE(rounded.exact_timestamps());
+  EXPECT_THROW(gpu::Profiler(rounded, 4), Error);
+
+  gpu::Device& exact = test::test_device();
+  ASSERT_TRUE(exact.exact_timestamps());
+  gpu::Buffer data = exact.create_storage(4096, "exact.data");
+  gpu::Buffer sink = exact.create_storage(4 * 256 * 4, "exact.sink");
+  const gpu::Kernel& k = test::test_kernels().get({.file = "read_bandwidth.wgsl", .constants = {{"WG", 256}}});
+  gpu::BindGroup g = test::test_kernels().bind(k, {{&data}, {&sink}});
+  gpu::Profiler profiler(exact, 8);
+  gpu::Recorder rec(exact, &profiler, gpu::Recorder::Timing::PerDispatch);
+  for (int i = 0; i < 8; i++) rec.dispatch(k, g, 4, 1, 1, "exact.read");
+  rec.submit();
+  auto regions = profiler.collect();
+  ASSERT_EQ(regions.size(), 8u);
+  EXPECT_TRUE(std::any_of(regions.begin(), regions.end(), [](const auto& r) { return (r.end_ns - r.begin_ns) % 65536 != 0; }));
+}
+
 TEST(GpuAbi, ShaderF16NumberEnablesF16) {
   gpu::Device& with = test::test_device();
   ASSERT_TRUE(with.has_f16()) << "lavapipe offers shader-f16";
@@ -105,7 +130,8 @@ TEST(GpuAbi, FeatureListNamesMatchHasFeature) {
 
 TEST(GpuAbi, TogglesAreAccepted) {
   // skip_validation + exact timestamps, and Dawn's bounds checks back on: each device opens and
-  // moves data (the default, bounds checks off, runs every other test).
+  // moves data (the tests' own device, bounds checks off and exact timestamps, runs every other
+  // test).
   for (const gpu::DeviceOptions& options : {gpu::DeviceOptions{.fast = true, .profiling = true}, gpu::DeviceOptions{.bounds_checks = true}}) {
     gpu::Device device = gpu::Device::open(options);
     gpu::Buffer b = device.create_storage(64, "toggles.buffer");

@@ -33,7 +33,7 @@ struct Device::State {
   DeviceHandle device;
   QueueHandle queue;
   WGPULimits limits{};
-  bool f16 = false, subgroups = false, timestamps = false;
+  bool f16 = false, subgroups = false, timestamps = false, exact_timestamps = false;
 
   // Errors Dawn reports from its callbacks, surfaced by check(). Dawn may call from another thread.
   mutable std::mutex mu;
@@ -128,6 +128,7 @@ Device Device::open(const DeviceOptions& options) {
   s->f16 = wgpuDeviceHasFeature(r.device, WGPUFeatureName_ShaderF16);
   s->subgroups = wgpuDeviceHasFeature(r.device, WGPUFeatureName_Subgroups);
   s->timestamps = wgpuDeviceHasFeature(r.device, WGPUFeatureName_TimestampQuery);
+  s->exact_timestamps = s->timestamps && options.profiling;
   return Device(std::move(s));
 }
 
@@ -139,6 +140,7 @@ const WGPULimits& Device::limits() const { return s_->limits; }
 bool Device::has_f16() const { return s_->f16; }
 bool Device::has_subgroups() const { return s_->subgroups; }
 bool Device::has_timestamps() const { return s_->timestamps; }
+bool Device::exact_timestamps() const { return s_->exact_timestamps; }
 uint32_t Device::subgroup_size() const { return s_->description.subgroup_min; }
 
 void Device::check(const std::string& context) const {

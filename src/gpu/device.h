@@ -72,6 +72,9 @@ class Device {
   bool has_f16() const;
   bool has_subgroups() const;
   bool has_timestamps() const;
+  // Timestamps at full resolution (DeviceOptions::profiling); otherwise Dawn rounds them to
+  // 65,536 ns. What gpu::Profiler requires.
+  bool exact_timestamps() const;
   uint32_t subgroup_size() const;  // the adapter's minimum; kernels are written for any size in range
 
   // Throws if Dawn reported an error since the last check (or the device is lost). `context`
