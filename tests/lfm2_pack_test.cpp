@@ -202,6 +202,28 @@ TEST(Lfm2Pack, TinyRoundTripF32) {
   EXPECT_EQ(pack.layout().weight_bytes, pack.runtime().weight_bytes);
 }
 
+// with_file: the same mapped weights under another runtime.json's choices, refused for a file
+// that describes other weights.
+TEST(Lfm2Pack, WithFileKeepsTheWeightsAndRefusesOtherOnes) {
+  LlmPack pack = LlmPack::open(tiny_pack() / "pack");
+  RuntimeFile f = pack.file();
+  f.candidate.key = "another";
+  f.candidate.mlp_pair = true;
+  LlmPack other = pack.with_file(f);
+  EXPECT_EQ(other.candidate().key, "another");
+  EXPECT_STREQ(other.candidate().down_copy(), "kquant");
+  EXPECT_EQ(other.json()["candidate"]["key"], "another");
+  EXPECT_EQ(other.weights().data(), pack.weights().data());
+  EXPECT_EQ(pack.candidate().key, LlmPack::open(tiny_pack() / "pack").candidate().key);  // the original is unchanged
+
+  RuntimeFile wider = pack.file();
+  wider.runtime.shape.hidden *= 2;
+  EXPECT_THROW(pack.with_file(wider), ember::Error);
+  RuntimeFile moved = pack.file();
+  moved.runtime.sections.back().offset += 256;
+  EXPECT_THROW(pack.with_file(moved), ember::Error);
+}
+
 TEST(Lfm2Pack, TinyRoundTripBf16) {
   fs::path d = temp_dir("bf16");
   synth_lfm2_checkpoint(lfm2_preset("tiny"), d / "hf", {.seed = 9, .bf16 = true});

@@ -121,6 +121,26 @@ TEST(Tune, ShortBudgetWritesAValidRuntimeThatMatchesTheReference) {
   fs::remove_all(dir);
 }
 
+// --allow-mlp-pair decides by whole decode steps (alone, the fused MLP can beat matvecs that the
+// decode chain feeds from L2): the faster step is written, and the pack still reproduces the
+// reference with the down copy it then makes the model's.
+TEST(Tune, AllowMlpPairDecidesByTheWholeDecodeStep) {
+  fs::path dir = test::with_candidate(test::lfm2_test_pack("tiny"), scratch("allow_pair"), nlohmann::json::object());
+  auto r = tune_into(dir, 3.0, /*allow_mlp_pair=*/true);
+  ASSERT_TRUE(r.mlp.has_value());
+  ASSERT_TRUE(r.mlp_pair_check.has_value());
+  EXPECT_GT(r.mlp_pair_check->context, 0u);
+  EXPECT_GT(r.mlp_pair_check->fused_step_us, 0);
+  EXPECT_GT(r.mlp_pair_check->unfused_step_us, 0);
+  EXPECT_EQ(r.mlp_pair, r.mlp_pair_check->fused_step_us < r.mlp_pair_check->unfused_step_us);
+  EXPECT_TRUE(r.to_json().contains("mlp_pair_check"));
+  auto pack = formats::LlmPack::open(dir);
+  EXPECT_EQ(pack.candidate().mlp_pair, r.mlp_pair);
+  EXPECT_EQ(std::string(pack.candidate().down_copy()), r.mlp_pair ? "kquant" : "quant");
+  expect_matches_reference(dir);
+  fs::remove_all(dir);
+}
+
 TEST(Tune, FusedMlpInputIsTunedAndKeepsKquantAsTheModel) {
   fs::path dir = test::with_candidate(test::lfm2_test_pack("tiny"), scratch("pair"),
                                       {{"mlpPair", true}, {"mlpSlices", 5}, {"mlpWorkgroup", 128}});

@@ -25,7 +25,8 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--budget", o->tune.budget_s, "seconds for the whole search; stops early and keeps the best so far")->capture_default_str();
   cmd->add_option("--out", o->out, "runtime.json to write (default: MODEL/runtime.json, the old one kept as runtime.json.bak)");
   cmd->add_flag("--allow-mlp-pair", o->tune.allow_mlp_pair,
-                "let the tuner switch the fused MLP (mlpPair) on or off by time. mlpPair decides which copy of each down matrix "
+                "let the tuner switch the fused MLP (mlpPair) on or off by the time of whole decode steps (the model built both "
+                "ways, 128 positions). mlpPair decides which copy of each down matrix "
                 "is the model's weight (down.kquant when on, down.quant when off): the two copies are quantized separately, so "
                 "switching changes the model's logits slightly. Without this flag the input's mlpPair is kept (its slices and "
                 "workgroup are tuned when it is on)");

@@ -213,6 +213,19 @@ LlmPack LlmPack::open(const fs::path& dir) {
   return pack;
 }
 
+LlmPack LlmPack::with_file(RuntimeFile file) const {
+  const Runtime& a = runtime();
+  const Runtime& b = file.runtime;
+  bool same = to_json(a.shape) == to_json(b.shape) && a.weight_bytes == b.weight_bytes && a.sections.size() == b.sections.size();
+  for (size_t i = 0; same && i < a.sections.size(); i++)
+    same = a.sections[i].name == b.sections[i].name && a.sections[i].offset == b.sections[i].offset && a.sections[i].bytes == b.sections[i].bytes;
+  if (!same) throw Error("a runtime.json for other weights (shape or sections differ)", dir_.string(), "use a runtime.json of this pack");
+  LlmPack pack = *this;
+  pack.json_ = to_json(file);
+  pack.file_ = std::move(file);
+  return pack;
+}
+
 bool LlmPack::has_section(const std::string& name) const { return runtime().find_section(name) != nullptr; }
 
 std::span<const uint8_t> LlmPack::section(const std::string& name) const {

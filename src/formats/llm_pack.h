@@ -39,6 +39,9 @@ class LlmPack {
   const Runtime& runtime() const { return file_.runtime; }
   const LlmShape& shape() const { return file_.runtime.shape; }
   const Candidate& candidate() const { return file_.candidate; }
+  // These weights under another runtime.json's kernel choices (what ember tune compares): `file`
+  // must describe the same weights (shape and sections), or an ember::Error says it does not.
+  LlmPack with_file(RuntimeFile file) const;
   const OrderedJson& json() const { return json_; }  // raw runtime.json
   const LlmLayout& layout() const { return layout_; }
   const std::vector<std::string>& unknown_keys() const { return file_.unknown_keys; }

@@ -74,8 +74,6 @@ uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 Lfm2Model::Lfm2Model(const gpu::Device& device, gpu::KernelCache& kernels, const formats::LlmPack& pack,
                      const ModelOptions& options)
     : device_(device), kernels_(kernels), pack_(pack), options_(options) {
-  if (pack.shape().conv_cache != 3)
-    throw Error("convCache " + std::to_string(pack.shape().conv_cache) + " is not supported", "runtime.json shape", "ember's conv kernel has 3 taps");
   int shown = -1;
   weights_ = std::make_shared<Lfm2Weights>(device, pack, [&](uint64_t done, uint64_t total) {
     int pct = static_cast<int>(100 * done / total);
@@ -84,6 +82,12 @@ Lfm2Model::Lfm2Model(const gpu::Device& device, gpu::KernelCache& kernels, const
     std::fprintf(stderr, "\rloading weights %3d%% of %.1f MB", pct, total / 1e6);
   });
   if (!options_.quiet) std::fprintf(stderr, "\n");
+  build();
+}
+
+Lfm2Model::Lfm2Model(const gpu::Device& device, gpu::KernelCache& kernels, const formats::LlmPack& pack,
+                     std::shared_ptr<const Lfm2Weights> weights, const ModelOptions& options)
+    : device_(device), kernels_(kernels), pack_(pack), options_(options), weights_(std::move(weights)) {
   build();
 }
 
@@ -111,6 +115,8 @@ void Lfm2Model::build() {
   const uint32_t Q = u32(s.q_rows()), QKV = u32(s.qkv_rows());
   const uint32_t C = std::max<uint32_t>(1, options_.prefill_chunk);
   const float eps = static_cast<float>(s.eps());
+  if (s.conv_cache != 3)
+    throw Error("convCache " + std::to_string(s.conv_cache) + " is not supported", "runtime.json shape", "ember's conv kernel has 3 taps");
 
   choices_ = choose_kernels(pack, device);
   capacity_ = capacity_of(pack);

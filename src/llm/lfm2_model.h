@@ -42,6 +42,10 @@ struct ModelOptions {
 class Lfm2Model {
  public:
   Lfm2Model(const gpu::Device& device, gpu::KernelCache& kernels, const formats::LlmPack& pack, const ModelOptions& options = {});
+  // The same, on weights already on the GPU (uploaded from this pack's weights.bin): ember tune
+  // builds models of several candidates on one upload.
+  Lfm2Model(const gpu::Device& device, gpu::KernelCache& kernels, const formats::LlmPack& pack,
+            std::shared_ptr<const Lfm2Weights> weights, const ModelOptions& options = {});
   // Another sequence of the same model: shares `other`'s GPU weights; its caches are its own or
   // a slot of options.caches.
   Lfm2Model(const Lfm2Model& other, const ModelOptions& options);

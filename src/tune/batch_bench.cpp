@@ -110,7 +110,7 @@ BatchBenchResult bench_batch(llm::Lfm2Model& model, uint32_t sample_vocab, const
       }
       device.wait_idle();
       const double total = us_since(t0);
-      if (device.has_timestamps()) {
+      if (device.exact_timestamps()) {
         refill();
         gpu::Profiler prof(device, 2048);
         std::vector<double> steps;
@@ -133,7 +133,7 @@ BatchBenchResult bench_batch(llm::Lfm2Model& model, uint32_t sample_vocab, const
     b.record_cpu_us = median(cpu);
     b.step_gpu_us = median(gpu_us);
     b.tok_s = b.step_wall_us > 0 ? n * 1e6 / b.step_wall_us : 0;
-    if (options.profile && device.has_timestamps()) {
+    if (options.profile && device.exact_timestamps()) {
       refill();
       constexpr uint32_t kProfiled = 4;
       gpu::Profiler prof(device, 2048);  // 2 queries each: WebGPU allows 4096

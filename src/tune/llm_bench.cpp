@@ -11,6 +11,7 @@
 #include "gpu/recorder.h"
 #include "kernels/matmul_q4.h"
 #include "kernels/matvec_q4.h"
+#include "tune/decode_step.h"
 #include "tune/kernel_timer.h"
 #include "tune/matvec_search.h"
 
@@ -133,7 +134,7 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
   const auto flops = prefill_flops_by_label(model, res.prompt);
   for (const auto& [label, f] : flops) res.prefill_flops += f;
   res.prefill_tflops = res.prefill_ms > 0 ? res.prefill_flops / (res.prefill_ms * 1e9) : 0;
-  if (device.has_timestamps()) {
+  if (device.exact_timestamps()) {
     try {
       gpu::Profiler prof(device, 2048);  // 2 queries each: WebGPU allows 4096
       model.reset();
@@ -153,7 +154,7 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
       device.wait_idle();
     }
   } else {
-    res.prefill_gpu_note = "not measured: no timestamp-query";
+    res.prefill_gpu_note = "not measured: no exact timestamps (timestamp-query, opened for profiling)";
   }
 
   // ---- decode at each context ----
@@ -182,14 +183,11 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
       go.steps_per_submit = options.steps_per_submit;
       auto st = generator.generate(ids, greedy(), go, [](uint32_t) { return true; });
       // The decode graph alone (no sampler): steps back to back, one submit each. First wall
-      // clock, pipelined; then GPU timestamps, read back every kBatch steps.
-      auto refill = [&] {
-        model.reset();
-        model.prefill(ids);
-        device.upload(model.tokens(), std::span<const uint32_t>(next), uint64_t(context) * 4);
-        device.wait_idle();
-      };
-      refill();
+      // clock, pipelined; then GPU timestamps.
+      model.reset();
+      model.prefill(ids);
+      device.upload(model.tokens(), std::span<const uint32_t>(next), uint64_t(context) * 4);
+      device.wait_idle();
       auto t0 = WallClock::now();
       for (uint32_t i = 0; i < gen; i++) {
         gpu::Recorder rec(device);
@@ -199,28 +197,7 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
       device.wait_idle();
       if (r > 0) wall_us.push_back(ms_since(t0) * 1e3 / gen);
       std::vector<double> steps;
-      if (device.has_timestamps()) {
-        refill();
-        constexpr uint32_t kBatch = 64;  // a step may make several timed regions (copies split passes)
-        for (uint32_t first = 0; first < gen; first += kBatch) {
-          gpu::Profiler prof(device, 2048);
-          const uint32_t n = std::min(kBatch, gen - first);
-          for (uint32_t i = 0; i < n; i++) {
-            gpu::Recorder rec(device, &prof, gpu::Recorder::Timing::WholeSubmit, "step" + std::to_string(i));
-            model.record_decode(rec);
-            rec.submit();
-          }
-          std::map<std::string, std::pair<uint64_t, uint64_t>> span;  // step -> (first begin, last end)
-          for (const auto& region : prof.collect()) {
-            auto [it, fresh] = span.try_emplace(region.name, region.begin_ns, region.end_ns);
-            if (!fresh) {
-              it->second.first = std::min(it->second.first, region.begin_ns);
-              it->second.second = std::max(it->second.second, region.end_ns);
-            }
-          }
-          for (const auto& [name, se] : span) steps.push_back((se.second - se.first) / 1e3);
-        }
-      }
+      if (device.exact_timestamps()) steps = decode_step_gpu_us(model, ids, next);
       if (r > 0) {
         tok_s.push_back(st.decode_tok_s);
         if (!steps.empty()) gpu_us.push_back(median(steps));
@@ -237,7 +214,7 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
     cb.dispatch_floor_us = res.dispatches * ceilings.dispatch_gpu_us;
     cb.floor_us = std::max(cb.bandwidth_floor_us, cb.dispatch_floor_us);
 
-    if (options.profile && device.has_timestamps()) {
+    if (options.profile && device.exact_timestamps()) {
       model.reset();
       model.prefill(ids);
       device.upload(model.tokens(), std::span<const uint32_t>(next), uint64_t(context) * 4);

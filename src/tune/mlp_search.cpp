@@ -82,26 +82,4 @@ MlpSearchResult search_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const 
   return res;
 }
 
-double time_unfused_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const formats::LlmShape& shape, const kernels::Q4Matrix& gate_up,
-                        const kernels::Q4Matrix& down, const MatvecConfigChoice& gate_up_config, const MatvecConfigChoice& down_config) {
-  const gpu::Device& device = kernels.device();
-  const uint32_t H = uint32_t(shape.hidden), F = uint32_t(shape.ffn);
-  gpu::Buffer norm_w = device.create_storage(uint64_t(H) * 4, "tune.norm_w");
-  gpu::Buffer act = device.create_storage(uint64_t(F) * 4, "tune.act");
-  gpu::Buffer x = device.create_storage(uint64_t(H) * 4, "tune.x");
-  device.upload(x, std::span<const float>(random_input(H, 21)));
-  device.upload(norm_w, std::span<const float>(random_input(H, 23)));
-  // As decode runs it: the ffn norm and silu * up fused into the gate_up matvec, then down.
-  kernels::MatvecQ4 gu_mv(kernels, {.rows = F, .cols = H, .variant = gate_up_config.variant, .geometry = gate_up_config.geometry,
-                                    .gated = true, .norm_input = true, .eps = float(shape.eps())});
-  kernels::MatvecQ4 down_mv(kernels, {.rows = H, .cols = F, .variant = down_config.variant, .geometry = down_config.geometry,
-                                      .mode = kernels::OutputMode::accumulate});
-  auto gu_b = gu_mv.bind(gate_up, {&x}, {&act}, {&norm_w});
-  auto down_b = down_mv.bind(down, {&act}, {&x});
-  return timer.time_us([&](gpu::Recorder& rec) {
-    gu_mv.record(rec, gu_b);
-    down_mv.record(rec, down_b);
-  });
-}
-
 }  // namespace ember::tune

@@ -32,8 +32,4 @@ struct MlpSearchResult {
 MlpSearchResult search_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const formats::LlmShape& shape, const kernels::Q4Matrix& gate_up,
                            const kernels::Q4Matrix& kquant, const std::vector<MlpChoice>& first, Clock::time_point deadline);
 
-// GPU time of the unfused MLP of one layer (the path the model takes with mlpPair off).
-double time_unfused_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const formats::LlmShape& shape, const kernels::Q4Matrix& gate_up,
-                        const kernels::Q4Matrix& down, const MatvecConfigChoice& gate_up_config, const MatvecConfigChoice& down_config);
-
 }  // namespace ember::tune

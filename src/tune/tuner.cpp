@@ -6,7 +6,9 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "llm/lfm2_model.h"
 #include "llm/lfm2_weights.h"
+#include "tune/decode_step.h"
 
 namespace ember::tune {
 namespace fs = std::filesystem;
@@ -21,7 +23,8 @@ std::string fixed2(double v) {
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 constexpr double kMinPrefillSlotS = 0.5;  // seconds per prefill matmul shape below which it is not searched
-constexpr int64_t kPrefillTuneTokens = 1024;  // chunk the prefill matmuls are tuned at (`ember bench llm --prompt` default)
+constexpr int64_t kPrefillTuneTokens = 1024;
+constexpr int64_t kPairCheckContext = 128;  // positions the mlpPair decode steps run at (issue 6's short context)  // chunk the prefill matmuls are tuned at (`ember bench llm --prompt` default)
 
 Clock::time_point at(Clock::time_point t0, double seconds) {
   return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
@@ -58,6 +61,61 @@ std::vector<MatvecConfigChoice> current_choices(const formats::LlmPack& pack, co
   return out;
 }
 
+// `input` with the choices `res` made: the candidate, the knee, the flash optima, the dequant
+// variant, the subgroup size they were made at.
+formats::RuntimeFile tuned_file(const formats::RuntimeFile& input, const TuneResult& res, int64_t capacity) {
+  formats::RuntimeFile file = input;
+  formats::Runtime& rt = file.runtime;
+  formats::Candidate& c = file.candidate;
+  file.has_candidate = true;
+  c.key = "ember-tune";
+  c.extra["adapter"] = res.adapter;
+  std::map<std::string, int> wins;
+  for (const auto& r : res.matvec) {
+    formats::MatvecChoice mc;
+    mc.geometry = to_format(r.best.config.geometry);
+    mc.variant = kernels::q4_variant_name(r.best.config.variant);
+    wins[mc.variant] += 1;
+    auto it = std::find_if(c.matvec.begin(), c.matvec.end(), [&](const auto& e) { return e.first == r.shape.key; });
+    if (it != c.matvec.end()) it->second = mc;
+    else c.matvec.emplace_back(r.shape.key, mc);
+    auto kt = std::find_if(rt.knee.begin(), rt.knee.end(), [&](const auto& k) { return k.shape == r.shape.key; });
+    if (kt != rt.knee.end()) kt->geometry = to_format(r.knee);
+    else rt.knee.push_back({r.shape.key, to_format(r.knee), formats::OrderedJson::object()});
+  }
+  if (!wins.empty())
+    rt.dequant_variant = std::max_element(wins.begin(), wins.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+  if (res.flash_direct.workgroup) c.extra["flashDirectWorkgroup"] = res.flash_direct.workgroup;
+  if (!res.flash.empty()) {
+    rt.flash_optima.clear();
+    for (const auto& p : res.flash) rt.flash_optima.push_back({p.positions, p.best_blocks, formats::OrderedJson::object()});
+    c.flash = true;
+    c.flash_blocks = res.flash.front().best_blocks;
+    for (const auto& p : res.flash)
+      if (int64_t(p.positions) == std::min<int64_t>(rt.plan_position, capacity)) c.flash_blocks = p.best_blocks;
+  }
+  c.mlp_pair = res.mlp_pair;
+  if (res.mlp && res.mlp_pair) {
+    c.mlp_slices = res.mlp->best.slices;
+    c.mlp_workgroup = res.mlp->best.workgroup;
+  }
+  if (!res.prefill.empty()) {
+    formats::OrderedJson pm = formats::OrderedJson::object();
+    for (const auto& r : res.prefill)
+      pm[r.shape.key] = {{"wgTokens", r.best.wg_tokens}, {"wgRows", r.best.wg_rows}, {"kStep", r.best.k_step}, {"micro", r.best.micro},
+                         {"vec4", r.best.vec4}, {"kSplits", r.best.k_splits}};
+    c.extra["prefillMatmul"] = pm;
+  }
+  if (res.norm && !res.norm->budget_hit) c.extra["normFuse"] = res.norm->norm_fuse;
+  c.extra.erase("residualMlpWorkgroups");
+  if (res.residual_mlp && !res.residual_mlp->tried.empty())
+    c.extra["residualMlpWorkgroups"] = res.residual_mlp->workgroups;  // 0: measured slower, stays off
+  c.mlp_half_dot = "none";  // what ran here: f32 (the f16 options are unavailable, see above)
+  c.mlp_half_product = "none";
+  rt.expected_subgroup_size = res.subgroup_size;
+  return file;
+}
+
 }  // namespace
 
 TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu::KernelCache& kernels, const TuneOptions& options) {
@@ -77,20 +135,24 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
   const auto& input = pack.candidate();
 
   say("uploading the weights of " + pack.dir().string());
-  llm::Lfm2Weights weights(device, pack);
+  auto weights = std::make_shared<const llm::Lfm2Weights>(device, pack);
   const uint64_t flush = options.flush_bytes >= 0 ? uint64_t(options.flush_bytes) : KernelTimer::default_flush_bytes(device);
   KernelTimer timer(device, kernels, flush, options.repeats);
 
-  // mlpPair: kept from the input unless --allow-mlp-pair (then decided by time below).
+  // mlpPair: kept from the input unless --allow-mlp-pair (then decided by the whole decode step,
+  // the fused MLP against the unfused path as tuned).
   const bool pair_fixed_on = input.mlp_pair && !input.unfused && !options.allow_mlp_pair;
   const bool search_mlp_phase = (input.mlp_pair && !input.unfused) || options.allow_mlp_pair;
+  const bool pair_by_step = options.allow_mlp_pair && !input.unfused;
   const bool has_attention = std::any_of(shape.layer_types.begin(), shape.layer_types.end(),
                                          [](formats::LayerType t) { return t == formats::LayerType::Attention; });
-  // Phases in order: matvec geometries, norm fusion, flash blocks, the MLP pair, prefill matmuls.
-  const double matvec_end = budget * (search_mlp_phase ? 0.50 : 0.58);
-  const double norm_end = budget * (search_mlp_phase ? 0.61 : 0.69);
-  const double flash_end = budget * (search_mlp_phase ? 0.73 : 0.85);
-  const double mlp_end = budget * 0.85;
+  // Phases in order: matvec geometries, norm fusion, flash blocks, the fused MLP, the one-dispatch
+  // out projection + MLP, [the mlpPair decode steps,] prefill matmuls.
+  const double matvec_end = budget * (pair_by_step ? 0.45 : search_mlp_phase ? 0.50 : 0.58);
+  const double norm_end = budget * (pair_by_step ? 0.55 : search_mlp_phase ? 0.61 : 0.69);
+  const double flash_end = budget * (pair_by_step ? 0.65 : search_mlp_phase ? 0.73 : 0.85);
+  const double mlp_end = budget * (pair_by_step ? 0.75 : 0.85);
+  const double residual_end = budget * (pair_by_step ? 0.80 : 0.89);
   const double prefill_end = budget * 0.97;
 
   // ---- matvec per shape ----
@@ -101,7 +163,7 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
     const MatrixShape& s = shapes[i];
     const double left = std::max(0.0, matvec_end - seconds_since(t0));
     const auto deadline = at(Clock::now(), left / double(shapes.size() - i));
-    auto w = weights.matrix(s.prefix, s.rows, s.cols);
+    auto w = weights->matrix(s.prefix, s.rows, s.cols);
     auto current = current_choices(pack, s.key);
     auto space = matvec_space(device, current);
     std::optional<MatvecConfigChoice> input;
@@ -133,7 +195,7 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
       if (k == "conv_in_proj" || k == "attn_qkv" || k == "head" || k == "mlp_gate_up") {
         ns.push_back(r.shape);
         nc.push_back(r.best.config);
-        nw.push_back(weights.matrix(r.shape.prefix, r.shape.rows, r.shape.cols));
+        nw.push_back(weights->matrix(r.shape.prefix, r.shape.rows, r.shape.cols));
       }
     }
     if (!ns.empty()) {
@@ -186,8 +248,8 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
   } else {
     const std::string L0 = formats::layer_prefix(0);
     const uint32_t H = uint32_t(shape.hidden), F = uint32_t(shape.ffn);
-    auto gate_up = weights.matrix(L0 + "mlp.gate_up", 2 * F, H);
-    auto kquant = weights.matrix(L0 + "mlp.down", F, H, /*kmajor=*/true);
+    auto gate_up = weights->matrix(L0 + "mlp.gate_up", 2 * F, H);
+    auto kquant = weights->matrix(L0 + "mlp.down", F, H, /*kmajor=*/true);
     std::vector<MlpChoice> first;
     if (input.mlp_slices > 0 && input.mlp_workgroup > 0) first.push_back({uint32_t(input.mlp_slices), uint32_t(input.mlp_workgroup)});
     res.mlp = search_mlp(kernels, timer, shape, gate_up, kquant, first, at(t0, mlp_end));
@@ -196,23 +258,13 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
     std::snprintf(line, sizeof line, "mlp    fused  default %8.2f us  best %8.2f us (slices %u, workgroup %u)", res.mlp->reference_us,
                   res.mlp->best_us, res.mlp->best.slices, res.mlp->best.workgroup);
     say(line);
-    if (options.allow_mlp_pair && !input.unfused) {
-      const auto* gu = best_of("mlp_gate_up");
-      const auto* dn = best_of("mlp_down");
-      res.unfused_mlp_us = time_unfused_mlp(kernels, timer, shape, gate_up, weights.matrix(L0 + "mlp.down", H, F), gu->best.config, dn->best.config);
-      res.mlp_pair = res.mlp->best_us < res.unfused_mlp_us;
-      std::snprintf(line, sizeof line, "mlp    unfused %8.2f us -> mlpPair %s", res.unfused_mlp_us, res.mlp_pair ? "on" : "off");
-      say(line);
-      res.mlp_note = std::string("--allow-mlp-pair: fused vs unfused timed, mlpPair ") + (res.mlp_pair ? "on (down.kquant is the model's down weight)" : "off (down.quant is the model's down weight)");
-    } else {
-      res.mlp_note = "mlpPair kept on from the input candidate; slices and workgroup tuned";
-    }
+    if (!pair_by_step) res.mlp_note = "mlpPair kept on from the input candidate; slices and workgroup tuned";
   }
   // ---- a layer's out projection + MLP as one dispatch, where decode runs the unfused MLP with the
   // ffn norm in the gate_up matvec (what the one dispatch replaces) ----
   const bool norm_fused = !res.norm || res.norm->budget_hit || res.norm->norm_fuse;
-  const auto residual_deadline = at(t0, budget * 0.89);
-  if (!res.mlp_pair && !input.unfused && norm_fused && Clock::now() < residual_deadline) {
+  const auto residual_deadline = at(t0, residual_end);
+  if ((!res.mlp_pair || pair_by_step) && !input.unfused && norm_fused && Clock::now() < residual_deadline) {
     const std::string L0 = formats::layer_prefix(0);
     const bool attn0 = shape.layer_types.front() == formats::LayerType::Attention;
     const uint32_t H = uint32_t(shape.hidden), F = uint32_t(shape.ffn), Q = uint32_t(shape.q_rows());
@@ -220,8 +272,8 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
     const auto* gu = best_of("mlp_gate_up");
     const auto* dn = best_of("mlp_down");
     if (proj && gu && dn) {
-      ResidualMlpMatrices rm{weights.matrix(L0 + (attn0 ? "attn.o_proj" : "conv.out_proj"), H, attn0 ? Q : H), weights.matrix(L0 + "mlp.gate_up", 2 * F, H),
-                             weights.matrix(L0 + "mlp.down", H, F), proj->best.config, gu->best.config, dn->best.config};
+      ResidualMlpMatrices rm{weights->matrix(L0 + (attn0 ? "attn.o_proj" : "conv.out_proj"), H, attn0 ? Q : H), weights->matrix(L0 + "mlp.gate_up", 2 * F, H),
+                             weights->matrix(L0 + "mlp.down", H, F), proj->best.config, gu->best.config, dn->best.config};
       res.residual_mlp = search_residual_mlp(kernels, timer, shape, rm, residual_deadline);
       res.budget_hit |= res.residual_mlp->budget_hit;
       char line[200];
@@ -229,6 +281,28 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
                     res.residual_mlp->separate_us, res.residual_mlp->best_us, res.residual_mlp->workgroups);
       say(line);
     }
+  }
+  // ---- mlpPair by the whole decode step: timed alone, the fused MLP can beat the unfused matvecs
+  // that in the decode chain read their weights from L2 (each prefetches the next one's) ----
+  if (pair_by_step) {
+    const uint32_t steps = 32;
+    const int64_t positions = llm::Lfm2Model::capacity_of(pack);
+    const uint32_t context = uint32_t(std::max<int64_t>(1, std::min<int64_t>(kPairCheckContext, positions - steps - 2)));
+    formats::RuntimeFile fused = tuned_file(pack.file(), res, capacity), unfused = fused;
+    fused.candidate.mlp_pair = true;
+    fused.candidate.mlp_slices = res.mlp->best.slices;
+    fused.candidate.mlp_workgroup = res.mlp->best.workgroup;
+    fused.candidate.extra.erase("residualMlpWorkgroups");
+    unfused.candidate.mlp_pair = false;
+    say("mlp    timing the decode step with the fused MLP and without (" + std::to_string(context) + " positions)");
+    const auto us = median_decode_steps(pack, weights, kernels, {fused, unfused}, context, steps);
+    res.mlp_pair_check = TuneResult::MlpPairCheck{context, us[0], us[1]};
+    res.mlp_pair = us[0] < us[1];
+    char line[200];
+    std::snprintf(line, sizeof line, "mlp    decode step: fused MLP %8.2f us, unfused %8.2f us -> mlpPair %s", us[0], us[1], res.mlp_pair ? "on" : "off");
+    say(line);
+    res.mlp_note = std::string("--allow-mlp-pair: whole decode steps timed, mlpPair ") +
+                   (res.mlp_pair ? "on (down.kquant is the model's down weight)" : "off (down.quant is the model's down weight)");
   }
   // ---- prefill matmul geometry per shape, at one full prefill chunk ----
   {
@@ -241,7 +315,7 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
     for (size_t i = 0; i < mats.size(); i++) {
       const MatrixShape& s = mats[i];
       const bool kmajor = res.mlp_pair && s.key == "mlp_down";  // the down copy this candidate makes the model
-      const auto w = kmajor ? weights.matrix(s.prefix, F, H, /*kmajor=*/true) : weights.matrix(s.prefix, s.rows, s.cols);
+      const auto w = kmajor ? weights->matrix(s.prefix, F, H, /*kmajor=*/true) : weights->matrix(s.prefix, s.rows, s.cols);
       const double left = std::max(0.0, prefill_end - seconds_since(t0));
       // The default geometry of a shape is always measured once started (a pipeline compile
       // and a chunk-sized run): start a shape only with a useful slot left.
@@ -265,55 +339,7 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
   res.unavailable.push_back("mlpHalfDot/mlpHalfProduct (f16 paths): no ember kernel has an f16 path yet" +
                             std::string(device.has_f16() ? "" : "; this adapter has no shader-f16 either"));
 
-  // ---- the tuned runtime.json ----
-  formats::Runtime& rt = res.file.runtime;
-  formats::Candidate& c = res.file.candidate;
-  res.file.has_candidate = true;
-  c.key = "ember-tune";
-  c.extra["adapter"] = res.adapter;
-  std::map<std::string, int> wins;
-  for (const auto& r : res.matvec) {
-    formats::MatvecChoice mc;
-    mc.geometry = to_format(r.best.config.geometry);
-    mc.variant = kernels::q4_variant_name(r.best.config.variant);
-    wins[mc.variant] += 1;
-    auto it = std::find_if(c.matvec.begin(), c.matvec.end(), [&](const auto& e) { return e.first == r.shape.key; });
-    if (it != c.matvec.end()) it->second = mc;
-    else c.matvec.emplace_back(r.shape.key, mc);
-    auto kt = std::find_if(rt.knee.begin(), rt.knee.end(), [&](const auto& k) { return k.shape == r.shape.key; });
-    if (kt != rt.knee.end()) kt->geometry = to_format(r.knee);
-    else rt.knee.push_back({r.shape.key, to_format(r.knee), formats::OrderedJson::object()});
-  }
-  if (!wins.empty())
-    rt.dequant_variant = std::max_element(wins.begin(), wins.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
-  if (res.flash_direct.workgroup) c.extra["flashDirectWorkgroup"] = res.flash_direct.workgroup;
-  if (!res.flash.empty()) {
-    rt.flash_optima.clear();
-    for (const auto& p : res.flash) rt.flash_optima.push_back({p.positions, p.best_blocks, formats::OrderedJson::object()});
-    c.flash = true;
-    c.flash_blocks = res.flash.front().best_blocks;
-    for (const auto& p : res.flash)
-      if (int64_t(p.positions) == std::min<int64_t>(rt.plan_position, capacity)) c.flash_blocks = p.best_blocks;
-  }
-  c.mlp_pair = res.mlp_pair;
-  if (res.mlp && res.mlp_pair) {
-    c.mlp_slices = res.mlp->best.slices;
-    c.mlp_workgroup = res.mlp->best.workgroup;
-  }
-  if (!res.prefill.empty()) {
-    formats::OrderedJson pm = formats::OrderedJson::object();
-    for (const auto& r : res.prefill)
-      pm[r.shape.key] = {{"wgTokens", r.best.wg_tokens}, {"wgRows", r.best.wg_rows}, {"kStep", r.best.k_step}, {"micro", r.best.micro},
-                         {"vec4", r.best.vec4}, {"kSplits", r.best.k_splits}};
-    c.extra["prefillMatmul"] = pm;
-  }
-  if (res.norm && !res.norm->budget_hit) c.extra["normFuse"] = res.norm->norm_fuse;
-  c.extra.erase("residualMlpWorkgroups");
-  if (res.residual_mlp && !res.residual_mlp->tried.empty())
-    c.extra["residualMlpWorkgroups"] = res.residual_mlp->workgroups;  // 0: measured slower, stays off
-  c.mlp_half_dot = "none";  // what ran here: f32 (the f16 options are unavailable, see above)
-  c.mlp_half_product = "none";
-  rt.expected_subgroup_size = device.subgroup_size();
+  res.file = tuned_file(pack.file(), res, capacity);
   res.seconds = seconds_since(t0);
   res.warm_flush_us = timer.warm_flush_us();
   res.cold_retries = timer.cold_retries();
@@ -335,7 +361,9 @@ nlohmann::json TuneResult::to_json() const {
   nlohmann::json pf = nlohmann::json::array();
   for (const auto& r : prefill) pf.push_back(r.to_json());
   j["prefill"] = pf;
-  if (unfused_mlp_us > 0) j["unfused_mlp_us"] = unfused_mlp_us;
+  if (mlp_pair_check)
+    j["mlp_pair_check"] = {{"context", mlp_pair_check->context}, {"fused_step_us", mlp_pair_check->fused_step_us},
+                           {"unfused_step_us", mlp_pair_check->unfused_step_us}};
   j["timer"] = {{"warm_flush_us", warm_flush_us}, {"cold_retries", cold_retries}, {"cold_kept", cold_kept}};
   if (norm) j["norm_fusion"] = norm->to_json();
   return j;
@@ -372,8 +400,9 @@ std::string TuneResult::table() const {
                   mlp->best.workgroup);
     out += line;
   }
-  if (unfused_mlp_us > 0) {
-    std::snprintf(line, sizeof line, "%-14s %11s %6s %10s %10s %10.2f\n", "mlp (unfused)", "", "", "", "", unfused_mlp_us);
+  if (mlp_pair_check) {
+    std::snprintf(line, sizeof line, "decode step at %u positions: fused MLP %.2f us, unfused %.2f us\n", mlp_pair_check->context,
+                  mlp_pair_check->fused_step_us, mlp_pair_check->unfused_step_us);
     out += line;
   }
   for (const auto& r : prefill) {

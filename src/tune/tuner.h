@@ -1,6 +1,6 @@
 // `ember tune`: searches the candidate's space on this adapter (matvec variant x geometry per
-// matrix shape, flash-decoding blocks per position range, the fused MLP's slices and workgroup,
-// the prefill matmul geometry per shape)
+// matrix shape, norm fusion, flash-decoding blocks per position range, the fused MLP's slices and
+// workgroup, the one-dispatch out projection + MLP, the prefill matmul geometry per shape)
 // on the pack's real weights, within a time budget, and turns the winners into a runtime.json
 // in the seed's format (candidate, knee, flashOptima, dequantVariant, expectedSubgroupSize).
 #pragma once
@@ -27,7 +27,8 @@ struct TuneOptions {
   double budget_s = 120;   // whole search, weight upload included; stops early, keeps the best so far
   // mlpPair decides which down copy is the model (DESIGN.md "One model, one set of weights"):
   // without this flag the input candidate's mlpPair is kept (its slices/workgroup tuned when on);
-  // with it, fused and unfused MLP are both timed and the faster one is written.
+  // with it, the whole decode step is timed with the fused MLP and with the unfused path as tuned,
+  // and the faster one is written.
   bool allow_mlp_pair = false;
   int repeats = 5;         // timed runs per configuration after one warm-up (median)
   int64_t flush_bytes = -1;  // cache flush between runs; -1: KernelTimer::default_flush_bytes
@@ -42,10 +43,16 @@ struct TuneResult {
   std::vector<FlashPoint> flash;
   FlashDirect flash_direct;  // the one-block kernel's width (candidate extra flashDirectWorkgroup)
   std::optional<MlpSearchResult> mlp;
-  double unfused_mlp_us = 0;  // with --allow-mlp-pair: the unfused chain at the tuned geometries
   std::optional<NormFusionResult> norm;  // normFuse: norms fused into the matvecs vs separate
   std::optional<ResidualMlpSearchResult> residual_mlp;  // out projection + MLP as one dispatch (residualMlpWorkgroups)
   bool mlp_pair = false;
+  // With --allow-mlp-pair: the median GPU decode step at `context` positions with the fused MLP
+  // and with the unfused path (and the one-dispatch out projection + MLP where it was found).
+  struct MlpPairCheck {
+    uint32_t context = 0;
+    double fused_step_us = 0, unfused_step_us = 0;
+  };
+  std::optional<MlpPairCheck> mlp_pair_check;
   std::string mlp_note;       // why the MLP was (not) searched
   std::vector<MatmulShapeResult> prefill;  // prefill matmul geometry per shape (candidate prefillMatmul)
   std::vector<std::string> unavailable;  // options not searchable here (f16 paths)
