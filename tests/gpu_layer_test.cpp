@@ -105,6 +105,12 @@ TEST(GpuKernels, PreprocessorKeepsFileLineOrigins) {
   EXPECT_EQ(plain.text.find("enable subgroups"), std::string::npos);
 }
 
+// Every embedded kernel's directives parse (an `#if A || B` is an error, not a silent false).
+TEST(GpuKernels, EveryEmbeddedKernelPreprocesses) {
+  for (const auto& [file, text] : gpu::embedded_kernel_sources())
+    EXPECT_NO_THROW(gpu::preprocess_wgsl(file, {})) << file;
+}
+
 namespace {
 
 struct RowSumParams {

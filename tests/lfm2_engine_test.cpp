@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "gpu_fixture.h"
 #include "lfm2_test_pack.h"
+#include "llm/kernel_choice.h"
 #include "llm/lfm2_model.h"
 
 using namespace ember;
@@ -192,6 +193,8 @@ INSTANTIATE_TEST_SUITE_P(
                                     {{"decodePrefetch", true}, {"matvec", matvec_all("split_block", 128, 16, 2, 1)}}},
                       CandidateCase{"norm_fuse_off", {{"normFuse", false}}},
                       CandidateCase{"flash_direct_64", {{"flashDirectWorkgroup", 64}}},
+                      CandidateCase{"mlp_pair_f16",  // the seed's f16 options: f16 down products, gate dots in f32
+                                    {{"mlpPair", true}, {"mlpSlices", 5}, {"mlpWorkgroup", 128}, {"mlpHalfDot", "gate"}, {"mlpHalfProduct", "down"}}},
                       CandidateCase{"mlp_pair_norm_fuse_off", {{"mlpPair", true}, {"mlpSlices", 7}, {"mlpWorkgroup", 64}, {"normFuse", false}}}),
     [](const auto& info) { return std::string(info.param.name); });
 
@@ -269,6 +272,31 @@ TEST(Lfm2Engine, DirectAttentionWidthOutOfRangeFallsBackWithAWarning) {
     ASSERT_FALSE(k.warnings.empty()) << bad;
     EXPECT_NE(k.warnings.back().find("flashDirectWorkgroup"), std::string::npos) << k.warnings.back();
   }
+  fs::remove_all(dir);
+}
+
+// The fused MLP's f16 down products (the seed's mlpHalfProduct "down") run where the adapter has
+// shader-f16 (lavapipe does; the logits are checked in Candidates/mlp_pair_f16); else, or for a
+// value that names another step, f32 with a warning. mlpHalfDot is read and not honoured.
+TEST(Lfm2Engine, HalfMlpProductsNeedShaderF16) {
+  fs::path dir = fs::temp_directory_path() / "ember_half_mlp" / std::to_string(getpid());
+  nlohmann::json half = {{"mlpPair", true}, {"mlpHalfDot", "gate"}, {"mlpHalfProduct", "down"}};
+  auto pk = formats::LlmPack::open(test::with_candidate(test::lfm2_test_pack("tiny"), dir / "half", half));
+  auto k = llm::choose_kernels(pk, test::test_device());
+  EXPECT_TRUE(k.mlp_half_product);
+  EXPECT_TRUE(k.warnings.empty()) << k.warnings.front();
+
+  gpu::Device no_f16 = gpu::Device::open({.without = {"shader-f16"}});
+  auto f32 = llm::choose_kernels(pk, no_f16);
+  EXPECT_FALSE(f32.mlp_half_product);
+  ASSERT_EQ(f32.warnings.size(), 1u);
+  EXPECT_NE(f32.warnings.front().find("shader-f16"), std::string::npos) << f32.warnings.front();
+
+  auto other = formats::LlmPack::open(test::with_candidate(test::lfm2_test_pack("tiny"), dir / "other", {{"mlpPair", true}, {"mlpHalfProduct", "gate"}}));
+  auto ko = llm::choose_kernels(other, test::test_device());
+  EXPECT_FALSE(ko.mlp_half_product);
+  ASSERT_EQ(ko.warnings.size(), 1u);
+  EXPECT_NE(ko.warnings.front().find("mlpHalfProduct"), std::string::npos) << ko.warnings.front();
   fs::remove_all(dir);
 }
 

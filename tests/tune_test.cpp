@@ -18,6 +18,7 @@
 #include "tune/check.h"
 #include "tune/flash_search.h"
 #include "tune/llm_bench.h"
+#include "tune/mlp_search.h"
 #include "tune/residual_mlp_search.h"
 #include "tune/tuner.h"
 
@@ -390,4 +391,24 @@ TEST(Tune, ResidualMlpSearchChecksEveryGrid) {
   } else {
     EXPECT_EQ(r.best_us, r.separate_us);
   }
+}
+
+// The fused-MLP search on lavapipe (shader-f16): the whole grid, then the best geometry with f16
+// down products, which stays within f16's tolerance of the f32 output and wins only by time.
+TEST(Tune, MlpSearchTriesF16DownProductsAtTheBestGeometry) {
+  auto& dev = test::test_device();
+  ASSERT_TRUE(dev.has_f16());
+  tune::KernelTimer timer(dev, test::test_kernels(), 0, 1);
+  formats::LlmShape shape;
+  shape.layer_types = {formats::LayerType::Conv};
+  shape.hidden = 64;
+  shape.ffn = 96;
+  auto gu = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(2 * 96 * 64, 4), 2 * 96, 64), "gate_up");
+  auto kq = test::upload_q4(reference::quantize_q4_kmajor(test::random_floats(64 * 96, 5, 0.5f), 64, 96), "kquant");
+  auto r = tune::search_mlp(test::test_kernels(), timer, shape, gu.matrix, kq.matrix, {}, tune::Clock::now() + std::chrono::seconds(600));
+  EXPECT_FALSE(r.budget_hit);
+  EXPECT_EQ(r.rejected, 0);
+  EXPECT_GT(r.half_product_us, 0) << "measured and within kHalfRejectRelL2";
+  EXPECT_EQ(r.best.half_product, r.best_us == r.half_product_us);
+  EXPECT_TRUE(r.to_json().contains("half_product_us"));
 }

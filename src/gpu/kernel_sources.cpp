@@ -1,5 +1,7 @@
 #include "gpu/kernel_sources.h"
 
+#include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include "common/error.h"
@@ -38,6 +40,8 @@ void expand(const std::string& file, const std::set<std::string>& defines, std::
       std::string name = trim(t.substr(4));
       bool negate = !name.empty() && name[0] == '!';
       if (negate) name = trim(name.substr(1));
+      if (name.empty() || !std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; }))
+        throw Error("'" + t + "' is not #if NAME or #if !NAME", where(), "combine conditions with nested #if or a define of their own");
       bool value = defines.count(name) > 0;
       if (negate) value = !value;
       stack.push_back({value, value});

@@ -56,6 +56,10 @@ MlpQ4::MlpQ4(gpu::KernelCache& kernels, const MlpConfig& config) : kernels_(kern
     if (!(config.eps > 0)) throw Error("norm epsilon " + std::to_string(config.eps) + " is not positive", where, "pass the model's normEps");
     key.defines.insert("NORM_INPUT");
   }
+  if (config.half_product) {
+    if (!device.has_f16()) throw Error("f16 products need shader-f16, which this device lacks", where, "turn mlpHalfProduct off");
+    key.defines.insert("HALF_PRODUCT");
+  }
   slice_kernel_ = &kernels.get(key);
   fold_kernel_ = &kernels.get({.file = "fold_partials.wgsl", .constants = {{"WG", kFoldWorkgroup}, {"COLS", kFoldColumns}}});
   partials_ = device.create_storage(uint64_t(partial_count_) * config.hidden * 4, "mlp_q4 partials");

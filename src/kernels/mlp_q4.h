@@ -19,6 +19,8 @@ struct MlpConfig {
   // fused in; every workgroup computes the norm itself).
   bool norm_input = false;
   float eps = 1e-5f;
+  // The down products in f16 (mlpHalfProduct "down"; needs shader-f16), summed in f32.
+  bool half_product = false;
   Reduction reduction = Reduction::best;
 };
 

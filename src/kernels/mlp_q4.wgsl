@@ -15,6 +15,12 @@
 //                      by a butterfly inside the subgroup, so phase 1 has no barrier per round.
 //   NORM_INPUT         h is the un-normed residual: used as rmsnorm(h) * norm_w (eps in Params),
 //                      the norm computed by every workgroup for itself (the ffn norm fused in).
+//   HALF_PRODUCT       (mlpHalfProduct "down") phase 2's products a * scale * q in f16, summed
+//                      in f32. (No f16 for phase 1's dot products, mlpHalfDot: they moved a tiny
+//                      model's logits by 1.3e-3 to 2.7e-3 rel L2, over the 1e-3 every path meets.)
+#if HALF_PRODUCT
+enable f16;
+#endif
 #if SUBGROUPS
 enable subgroups;
 #endif
@@ -80,6 +86,22 @@ fn group_sum(v: f32, li: u32, sg_size: u32) -> f32 {
 }
 
 fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
+
+#if HALF_PRODUCT
+// Elements 0..3 (lo) and 4..7 (hi) of a symmetric block word, minus 8, in f16: OR-ing nibbles i
+// and i + 4 into the low bits of two 1024.0h (0x6400) gives exactly 1024 + q for each.
+struct Q4Half {
+  lo: vec4<f16>,
+  hi: vec4<f16>,
+}
+fn q4h_word(word: u32) -> Q4Half {
+  var pairs: array<vec2<f16>, 4>;
+  for (var i = 0u; i < 4u; i++) {
+    pairs[i] = bitcast<vec2<f16>>(((word >> (4u * i)) & 0x000F000Fu) | 0x64006400u) - vec2<f16>(1032.0h);
+  }
+  return Q4Half(vec4<f16>(pairs[0].x, pairs[1].x, pairs[2].x, pairs[3].x), vec4<f16>(pairs[0].y, pairs[1].y, pairs[2].y, pairs[3].y));
+}
+#endif
 
 #if NORM_INPUT
 // rsqrt(mean(h^2) + eps) over the whole input; the tree works for any WG.
@@ -160,8 +182,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
         let a = silu(gu[r]) * gu[n + r];
         let s = a * k_scales[k * p.hblocks + w / 4u];
         let q = kq[k * words + w];
+#if HALF_PRODUCT
+        let qh = q4h_word(q);
+        lo += vec4<f32>(qh.lo * f16(s));
+        hi += vec4<f32>(qh.hi * f16(s));
+#else
         lo += q4_low(q, 8.0) * s;
         hi += q4_high(q, 8.0) * s;
+#endif
       }
       let o = ((wg.x * KSPLIT + part) * p.hidden + 8u * w) / 4u;
       partials[o] = lo;

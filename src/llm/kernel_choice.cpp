@@ -112,6 +112,16 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
   k.mlp_pair = c.mlp_pair && !c.unfused;
   if (c.mlp_slices > 0) k.mlp_slices = static_cast<uint32_t>(c.mlp_slices);
   if (c.mlp_workgroup > 0) k.mlp_workgroup = std::min<uint32_t>(static_cast<uint32_t>(c.mlp_workgroup), device.limits().maxComputeInvocationsPerWorkgroup);
+  // f16 arithmetic in the fused MLP, where the adapter has shader-f16 (else f32, as the seed's
+  // format says). Its gate/up dot products stay f32 whatever mlpHalfDot says: in f16 they move the
+  // logits past the reference tolerance (mlp_q4.wgsl).
+  if (k.mlp_pair && c.mlp_half_product != "none") {
+    if (c.mlp_half_product != "down")
+      k.warnings.push_back("the candidate's mlpHalfProduct \"" + c.mlp_half_product + "\" is not \"down\" or \"none\"; the fused MLP runs in f32");
+    else if (!device.has_f16())
+      k.warnings.push_back("the candidate's mlpHalfProduct \"down\" needs shader-f16, which this adapter lacks; the fused MLP runs in f32");
+    else k.mlp_half_product = true;
+  }
 
   // Prefill matmul geometry per shape (candidate.prefillMatmul, written by `ember tune`).
   if (auto it = c.extra.find("prefillMatmul"); it != c.extra.end() && it->is_object()) {

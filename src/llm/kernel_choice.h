@@ -27,6 +27,9 @@ struct KernelChoices {
   bool unfused = false;
   bool mlp_pair = false;                 // fused MLP over down.kquant (decode)
   uint32_t mlp_slices = 40, mlp_workgroup = 256;
+  // The fused MLP's down products in f16 (candidate mlpHalfProduct "down", where the adapter has
+  // shader-f16). mlpHalfDot (its gate/up dot products in f16) is not honoured: see mlp_q4.wgsl.
+  bool mlp_half_product = false;
   bool subgroups = false;                // subgroup reductions in norms/attention
   bool conv_fuse = true;
   // Decode fusions (all off with `unfused`, the reference path): the op, ffn and head RMSNorms

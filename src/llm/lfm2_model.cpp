@@ -140,7 +140,7 @@ void Lfm2Model::build() {
   o.embed.emplace(kernels, kernels::EmbedConfig{.rows = V, .cols = H, .asymmetric = weights_->has("embed.zero_points")});
   if (choices_.mlp_pair) {
     o.mlp.emplace(kernels, kernels::MlpConfig{.hidden = H, .ffn = F, .slices = choices_.mlp_slices, .workgroup_size = choices_.mlp_workgroup,
-                                              .norm_input = choices_.norm_fuse, .eps = eps});
+                                              .norm_input = choices_.norm_fuse, .eps = eps, .half_product = choices_.mlp_half_product});
   }
 
   struct MatShape {

@@ -1,5 +1,6 @@
 #include "tune/mlp_search.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "common/error.h"
@@ -9,10 +10,12 @@
 namespace ember::tune {
 
 nlohmann::json MlpSearchResult::to_json() const {
-  auto choice = [](const MlpChoice& c) { return nlohmann::json{{"mlpSlices", c.slices}, {"mlpWorkgroup", c.workgroup}}; };
+  auto choice = [](const MlpChoice& c) {
+    return nlohmann::json{{"mlpSlices", c.slices}, {"mlpWorkgroup", c.workgroup}, {"mlpHalfProduct", c.half_product ? "down" : "none"}};
+  };
   return {{"default", choice(reference)}, {"default_us", reference_us}, {"best", choice(best)}, {"best_us", best_us}, {"input_us", input_us},
           {"speedup", best_us > 0 ? reference_us / best_us : 0.0}, {"tried", tried}, {"rejected", rejected},
-          {"invalid", invalid}, {"budget_hit", budget_hit}};
+          {"invalid", invalid}, {"half_product_us", half_product_us}, {"budget_hit", budget_hit}};
 }
 
 MlpSearchResult search_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const formats::LlmShape& shape, const kernels::Q4Matrix& gate_up,
@@ -36,7 +39,7 @@ MlpSearchResult search_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const 
     try {
       // As decode runs it: the ffn norm in the prologue, reading the residual x itself.
       mlp.emplace(kernels, kernels::MlpConfig{.hidden = H, .ffn = F, .slices = c.slices, .workgroup_size = c.workgroup, .norm_input = true,
-                                              .eps = float(shape.eps())});
+                                              .eps = float(shape.eps()), .half_product = c.half_product});
       bound = mlp->bind(gate_up, kquant, {&x}, {&x}, {&norm_w});
     } catch (const Error&) {
       if (is_reference) throw;
@@ -48,7 +51,7 @@ MlpSearchResult search_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const 
     rec.submit();
     auto got = device.download_as<float>(x);
     if (is_reference) ref_out = got;
-    else if (!(rel_l2(got, ref_out) <= kRejectRelL2)) return -1;
+    else if (!(rel_l2(got, ref_out) <= (c.half_product ? kHalfRejectRelL2 : kRejectRelL2))) return -1;
     return timer.time_us([&](gpu::Recorder& r) { mlp->record(r, bound); });
   };
 
@@ -57,27 +60,45 @@ MlpSearchResult search_mlp(gpu::KernelCache& kernels, KernelTimer& timer, const 
   res.best = res.reference;
   res.best_us = res.reference_us;
   res.tried = 1;
-  if (!first.empty() && first.front().slices == res.reference.slices && first.front().workgroup == res.reference.workgroup)
-    res.input_us = res.reference_us;
-  std::vector<MlpChoice> space = first;
+  if (!first.empty() && first.front() == res.reference) res.input_us = res.reference_us;
+  // The input's own choice runs in f32 where the adapter has no shader-f16 (as the engine runs it).
+  std::vector<MlpChoice> space;
+  for (MlpChoice c : first) {
+    if (!device.has_f16()) c.half_product = false;
+    space.push_back(c);
+  }
   for (uint32_t wg : {128u, 256u, 512u, 1024u})
     for (uint32_t slices : {10u, 20u, 40u, 60u, 80u, 120u, 160u, 320u})
       if (slices <= F && wg <= device.limits().maxComputeInvocationsPerWorkgroup) space.push_back({slices, wg});
-  for (const auto& c : space) {
+  // The time (negative: rejected or invalid), or nothing once the deadline has passed.
+  auto measure = [&](const MlpChoice& c) -> std::optional<double> {
     if (Clock::now() >= deadline) {
       res.budget_hit = true;
-      break;
+      return std::nullopt;
     }
-    if (c.slices == res.reference.slices && c.workgroup == res.reference.workgroup) continue;
     double us = run(c, false);
     res.tried++;
-    if (!first.empty() && c.slices == first.front().slices && c.workgroup == first.front().workgroup) res.input_us = us;
+    if (!first.empty() && c == space.front()) res.input_us = us;
     if (us == -2) res.invalid++;
     else if (us < 0) res.rejected++;
     else if (us < res.best_us) {
       res.best_us = us;
       res.best = c;
     }
+    return us;
+  };
+  std::vector<MlpChoice> done{res.reference};
+  auto fresh = [&](const MlpChoice& c) { return std::find(done.begin(), done.end(), c) == done.end(); };
+  for (const auto& c : space) {
+    if (!fresh(c)) continue;
+    if (!measure(c)) return res;
+    done.push_back(c);
+  }
+  // f16 down products at the best geometry.
+  if (device.has_f16()) {
+    MlpChoice c = res.best;
+    c.half_product = true;
+    if (fresh(c)) res.half_product_us = measure(c).value_or(0);
   }
   return res;
 }

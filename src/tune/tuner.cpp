@@ -95,10 +95,13 @@ formats::RuntimeFile tuned_file(const formats::RuntimeFile& input, const TuneRes
       if (int64_t(p.positions) == std::min<int64_t>(rt.plan_position, capacity)) c.flash_blocks = p.best_blocks;
   }
   c.mlp_pair = res.mlp_pair;
-  if (res.mlp && res.mlp_pair) {
+  const bool fused = res.mlp && res.mlp_pair;
+  if (fused) {
     c.mlp_slices = res.mlp->best.slices;
     c.mlp_workgroup = res.mlp->best.workgroup;
   }
+  c.mlp_half_dot = "none";  // what runs: ember keeps the gate/up dot products in f32 (mlp_q4.wgsl)
+  c.mlp_half_product = fused && res.mlp->best.half_product ? "down" : "none";
   if (!res.prefill.empty()) {
     formats::OrderedJson pm = formats::OrderedJson::object();
     for (const auto& r : res.prefill)
@@ -110,8 +113,6 @@ formats::RuntimeFile tuned_file(const formats::RuntimeFile& input, const TuneRes
   c.extra.erase("residualMlpWorkgroups");
   if (res.residual_mlp && !res.residual_mlp->tried.empty())
     c.extra["residualMlpWorkgroups"] = res.residual_mlp->workgroups;  // 0: measured slower, stays off
-  c.mlp_half_dot = "none";  // what ran here: f32 (the f16 options are unavailable, see above)
-  c.mlp_half_product = "none";
   rt.expected_subgroup_size = res.subgroup_size;
   return file;
 }
@@ -251,14 +252,15 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
     auto gate_up = weights->matrix(L0 + "mlp.gate_up", 2 * F, H);
     auto kquant = weights->matrix(L0 + "mlp.down", F, H, /*kmajor=*/true);
     std::vector<MlpChoice> first;
-    if (input.mlp_slices > 0 && input.mlp_workgroup > 0) first.push_back({uint32_t(input.mlp_slices), uint32_t(input.mlp_workgroup)});
+    if (input.mlp_slices > 0 && input.mlp_workgroup > 0)
+      first.push_back({uint32_t(input.mlp_slices), uint32_t(input.mlp_workgroup), input.mlp_half_product == "down"});
     res.mlp = search_mlp(kernels, timer, shape, gate_up, kquant, first, at(t0, mlp_end));
     res.budget_hit |= res.mlp->budget_hit;
     char line[200];
-    std::snprintf(line, sizeof line, "mlp    fused  default %8.2f us  best %8.2f us (slices %u, workgroup %u)", res.mlp->reference_us,
-                  res.mlp->best_us, res.mlp->best.slices, res.mlp->best.workgroup);
+    std::snprintf(line, sizeof line, "mlp    fused  default %8.2f us  best %8.2f us (slices %u, workgroup %u%s)", res.mlp->reference_us,
+                  res.mlp->best_us, res.mlp->best.slices, res.mlp->best.workgroup, res.mlp->best.half_product ? ", f16 down products" : "");
     say(line);
-    if (!pair_by_step) res.mlp_note = "mlpPair kept on from the input candidate; slices and workgroup tuned";
+    if (!pair_by_step) res.mlp_note = "mlpPair kept on from the input candidate; slices, workgroup and f16 down products tuned";
   }
   // ---- a layer's out projection + MLP as one dispatch, where decode runs the unfused MLP with the
   // ffn norm in the gate_up matvec (what the one dispatch replaces) ----
@@ -292,6 +294,7 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
     fused.candidate.mlp_pair = true;
     fused.candidate.mlp_slices = res.mlp->best.slices;
     fused.candidate.mlp_workgroup = res.mlp->best.workgroup;
+    fused.candidate.mlp_half_product = res.mlp->best.half_product ? "down" : "none";
     fused.candidate.extra.erase("residualMlpWorkgroups");
     unfused.candidate.mlp_pair = false;
     say("mlp    timing the decode step with the fused MLP and without (" + std::to_string(context) + " positions)");
@@ -336,8 +339,8 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
       res.prefill.push_back(std::move(r));
     }
   }
-  res.unavailable.push_back("mlpHalfDot/mlpHalfProduct (f16 paths): no ember kernel has an f16 path yet" +
-                            std::string(device.has_f16() ? "" : "; this adapter has no shader-f16 either"));
+  if (search_mlp_phase && !device.has_f16())
+    res.unavailable.push_back("mlpHalfProduct (the fused MLP's down products in f16): this adapter has no shader-f16");
 
   res.file = tuned_file(pack.file(), res, capacity);
   res.seconds = seconds_since(t0);
@@ -395,9 +398,9 @@ std::string TuneResult::table() const {
     out += line;
   }
   if (mlp) {
-    std::snprintf(line, sizeof line, "%-14s %11s %6d %10.2f %10s %10.2f %6.2fx %8s  slices %u, workgroup %u\n", "mlp (fused)", "", mlp->tried,
+    std::snprintf(line, sizeof line, "%-14s %11s %6d %10.2f %10s %10.2f %6.2fx %8s  slices %u, workgroup %u%s\n", "mlp (fused)", "", mlp->tried,
                   mlp->reference_us, mlp->input_us > 0 ? fixed2(mlp->input_us).c_str() : "-", mlp->best_us, mlp->best_us > 0 ? mlp->reference_us / mlp->best_us : 0.0, "", mlp->best.slices,
-                  mlp->best.workgroup);
+                  mlp->best.workgroup, mlp->best.half_product ? ", f16 down products" : "");
     out += line;
   }
   if (mlp_pair_check) {
