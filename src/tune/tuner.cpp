@@ -23,8 +23,8 @@ std::string fixed2(double v) {
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 constexpr double kMinPrefillSlotS = 0.5;  // seconds per prefill matmul shape below which it is not searched
-constexpr int64_t kPrefillTuneTokens = 1024;
-constexpr int64_t kPairCheckContext = 128;  // positions the mlpPair decode steps run at (issue 6's short context)  // chunk the prefill matmuls are tuned at (`ember bench llm --prompt` default)
+constexpr int64_t kPrefillTuneTokens = 1024;  // chunk the prefill matmuls are tuned at (`ember bench llm --prompt` default)
+constexpr int64_t kPairCheckContext = 128;    // positions the mlpPair decode steps run at (issue 6's short context)
 
 Clock::time_point at(Clock::time_point t0, double seconds) {
   return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
