@@ -49,6 +49,18 @@ seed_pack() {  # the seed-000-shape model with random weights, made here (fast o
   fi
   echo /tmp/ember-seed/pack
 }
+# A copy of the seed pack under RUNTIME_JSON's kernel choices (run: scripts use it).
+with_runtime() {  # RUNTIME_JSON DIR
+  rm -rf "$2" && cp -r "$(seed_pack)" "$2" && cp "$1" "$2/runtime.json"
+}
+# A fresh `ember tune` of a seed pack copy in DIR: $OUT/NAME.txt (table), NAME.err (progress, wall
+# time), NAME_runtime.json (run: scripts use it).
+tune_pack() {  # DIR NAME [TUNE OPTIONS...]
+  local d=$1 n=$2; shift 2
+  rm -rf "$d" && cp -r "$(seed_pack)" "$d"
+  /usr/bin/time -f "tune wall %e s" ember tune --model "$d" "$@" > "$OUT/$n.txt" 2> "$OUT/$n.err"
+  cp "$d/runtime.json" "$OUT/${n}_runtime.json"
+}
 # One line from a `bench llm --json` file: LABEL, device, dispatches, TTFT, tok/s and GPU step per context.
 llm_summary() {  # FILE LABEL
   python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[2], j['device']['device'] + ',', '%d dispatches,' % j['dispatches_per_token'], 'TTFT %.2f ms' % j['ttft_ms'], ' '.join('ctx %d: %.0f tok/s (GPU step %.1f us)' % (c['context'], c['decode_tok_s'], c['step_gpu_us']) for c in j['contexts']))" "$1" "$2"

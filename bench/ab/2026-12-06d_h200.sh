@@ -3,15 +3,10 @@
 # comes: bench llm of the recorded tune (bench/results/tuned_runtime.json) and of the H100 tune
 # (bench/ab/h100_tuned_runtime_2026-12-06.json), then a default `ember tune` on this card and
 # bench llm of its candidate (also at 8 steps a submit), then the kernel and engine tests on the GPU.
-with_runtime() {  # RUNTIME_JSON DIR
-  rm -rf "$2" && cp -r "$(seed_pack)" "$2" && cp "$1" "$2/runtime.json"
-}
 with_runtime bench/results/tuned_runtime.json /tmp/d_rec && bench_llm ember /tmp/d_rec recorded
 with_runtime bench/ab/h100_tuned_runtime_2026-12-06.json /tmp/d_h100 && bench_llm ember /tmp/d_h100 h100_tune
-rm -rf /tmp/d_tuned && cp -r "$(seed_pack)" /tmp/d_tuned
-/usr/bin/time -f "tune wall %e s" ember tune --model /tmp/d_tuned > "$OUT/d_tune.txt" 2> "$OUT/d_tune.err"
+tune_pack /tmp/d_tuned d_tune
 grep -E "ember tune on|residual|wall" "$OUT/d_tune.err" | head -4
-cp /tmp/d_tuned/runtime.json "$OUT/d_tuned_runtime.json"
 bench_llm ember /tmp/d_tuned tuned
 # Generator submits: 8 steps a submit with 16 in flight against the defaults (4, 8), which gained
 # 3.9% over 1 a submit on the H100 (2026-12-05). Prediction: +1% (the gap between submits halves).

@@ -6,17 +6,11 @@
 #    mlpPair off, its fused step ~1.5x the unfused one, as the 1,717 tok/s candidate showed);
 # 3. the seed's candidate with its f16 down products (now honoured) and without them
 #    (prediction: within 1%: the fused MLP is latency-bound, not arithmetic-bound).
-with_runtime() {  # RUNTIME_JSON DIR
-  rm -rf "$2" && cp -r "$(seed_pack)" "$2" && cp "$1" "$2/runtime.json"
-}
 with_runtime bench/ab/h100_tuned_runtime_2026-12-06.json /tmp/n_h100 && bench_llm ember /tmp/n_h100 h100_tune
-rm -rf /tmp/n_tuned && cp -r "$(seed_pack)" /tmp/n_tuned
-/usr/bin/time -f "tune wall %e s" ember tune --model /tmp/n_tuned > "$OUT/n_tune.txt" 2> "$OUT/n_tune.err"
+tune_pack /tmp/n_tuned n_tune
 grep -E "ember tune on|residual|wall" "$OUT/n_tune.err" | head -4
-cp /tmp/n_tuned/runtime.json "$OUT/n_tuned_runtime.json"
 bench_llm ember /tmp/n_tuned tuned
-rm -rf /tmp/n_pair && cp -r "$(seed_pack)" /tmp/n_pair
-/usr/bin/time -f "tune wall %e s" ember tune --model /tmp/n_pair --allow-mlp-pair > "$OUT/n_pair.txt" 2> "$OUT/n_pair.err"
+tune_pack /tmp/n_pair n_pair --allow-mlp-pair
 grep -E "decode step|mlpPair|wall" "$OUT/n_pair.err" | head -4
 bench_llm ember /tmp/n_pair allow_pair
 with_runtime tests/fixtures/seed000_runtime.json /tmp/n_seed && bench_llm ember /tmp/n_seed seed_f16
