@@ -12,12 +12,16 @@
 
 namespace ember::tune {
 
-std::vector<double> decode_step_gpu_us(llm::Lfm2Model& model, std::span<const uint32_t> context_ids, std::span<const uint32_t> next_ids) {
-  const gpu::Device& device = model.device();
+void fill_context(llm::Lfm2Model& model, std::span<const uint32_t> context_ids, std::span<const uint32_t> next_ids) {
   model.reset();
   model.prefill(context_ids);
-  device.upload(model.tokens(), next_ids, uint64_t(context_ids.size()) * 4);
-  device.wait_idle();
+  model.device().upload(model.tokens(), next_ids, uint64_t(context_ids.size()) * 4);
+  model.device().wait_idle();
+}
+
+std::vector<double> decode_step_gpu_us(llm::Lfm2Model& model, std::span<const uint32_t> context_ids, std::span<const uint32_t> next_ids) {
+  const gpu::Device& device = model.device();
+  fill_context(model, context_ids, next_ids);
   std::vector<double> us;
   constexpr uint32_t kBatch = 64;  // a step may make several timed regions (copies split passes)
   const uint32_t steps = uint32_t(next_ids.size());

@@ -14,6 +14,10 @@
 
 namespace ember::tune {
 
+// A new sequence: `context_ids` prefilled from position 0 and `next_ids` stored after them in the
+// model's tokens(), where the next decode steps read their ids; waits for the GPU.
+void fill_context(llm::Lfm2Model& model, std::span<const uint32_t> context_ids, std::span<const uint32_t> next_ids);
+
 // Prefills `context_ids` from position 0, then runs one decode step per id of `next_ids` (each
 // reads its token from the model's tokens()); returns each step's GPU microseconds, in order.
 // Needs a device with exact timestamps (gpu::Profiler).

@@ -184,10 +184,7 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
       auto st = generator.generate(ids, greedy(), go, [](uint32_t) { return true; });
       // The decode graph alone (no sampler): steps back to back, one submit each. First wall
       // clock, pipelined; then GPU timestamps.
-      model.reset();
-      model.prefill(ids);
-      device.upload(model.tokens(), std::span<const uint32_t>(next), uint64_t(context) * 4);
-      device.wait_idle();
+      fill_context(model, ids, next);
       auto t0 = WallClock::now();
       for (uint32_t i = 0; i < gen; i++) {
         gpu::Recorder rec(device);
@@ -215,9 +212,7 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
     cb.floor_us = std::max(cb.bandwidth_floor_us, cb.dispatch_floor_us);
 
     if (options.profile && device.exact_timestamps()) {
-      model.reset();
-      model.prefill(ids);
-      device.upload(model.tokens(), std::span<const uint32_t>(next), uint64_t(context) * 4);
+      fill_context(model, ids, next);
       const uint32_t n = std::max<uint32_t>(1, std::min<uint32_t>(options.profile_steps, gen));
       gpu::Profiler prof(device, 2048);  // 2 queries each: WebGPU allows 4096
       for (uint32_t i = 0; i < n; i++) {
