@@ -83,10 +83,11 @@ TEST(MlpQ4, SeedShape) {
   EXPECT_LT(run_mlp(1024, 2560, {.slices = 117, .workgroup_size = 128, .lanes = 32, .norm_input = true}, 10), test::kF32Tolerance);
 }
 
-// f16 down products (mlpHalfProduct "down"; lavapipe has shader-f16): close to the f32 reference
-// (measured 2.7e-4..3.9e-4), not equal to it.
+// f16 down products (mlpHalfProduct "down"): close to the f32 reference (measured 2.7e-4..3.9e-4
+// on lavapipe), not equal to it. Runs where the adapter has shader-f16: lavapipe, i.e. every CI
+// run; NVIDIA's Vulkan driver through Dawn offers none (PLATFORM.md, docs/candidate-keys.md).
 TEST(MlpQ4, HalfProductsStayCloseToTheReference) {
-  ASSERT_TRUE(test::test_device().has_f16());
+  if (!test::test_device().has_f16()) GTEST_SKIP() << "this adapter has no shader-f16";
   uint32_t seed = 500;
   for (auto [hidden, ffn, norm] : std::vector<std::tuple<uint32_t, uint32_t, bool>>{{32, 7, false}, {96, 300, true}})
     EXPECT_LT(run_mlp(hidden, ffn, {.slices = 7, .workgroup_size = 128, .lanes = 8, .norm_input = norm, .half_product = true}, seed++),
