@@ -57,7 +57,12 @@ std::vector<double> median_decode_steps(const formats::LlmPack& pack, std::share
   for (auto& id : ids) id = rng() % uint32_t(pack.shape().vocab);
   const std::span<const uint32_t> context_ids(ids.data(), context), next_ids(ids.data() + context, steps);
   std::vector<formats::LlmPack> packs;
-  for (const auto& f : files) packs.push_back(pack.with_file(f));
+  for (formats::RuntimeFile f : files) {
+    // Caches for the positions timed, not the pack's whole context: several models live at once.
+    const int64_t need = int64_t(context) + steps + 1;
+    if (f.runtime.max_total_positions <= 0 || f.runtime.max_total_positions > need) f.runtime.max_total_positions = need;
+    packs.push_back(pack.with_file(f));
+  }
   std::vector<std::unique_ptr<llm::Lfm2Model>> models;
   for (const auto& p : packs) models.push_back(std::make_unique<llm::Lfm2Model>(kernels.device(), kernels, p, weights, llm::ModelOptions{.quiet = true}));
   std::vector<std::vector<double>> us(files.size());

@@ -6,6 +6,9 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "kernels/attention.h"
+#include "llm/kernel_choice.h"
+#include "llm/lfm2_kernel_configs.h"
 #include "llm/lfm2_model.h"
 #include "llm/lfm2_weights.h"
 #include "tune/decode_step.h"
@@ -24,7 +27,9 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 constexpr double kMinPrefillSlotS = 0.5;  // seconds per prefill matmul shape below which it is not searched
 constexpr int64_t kPrefillTuneTokens = 1024;  // chunk the prefill matmuls are tuned at (`ember bench llm --prompt` default)
-constexpr int64_t kPairCheckContext = 128;    // positions the mlpPair decode steps run at (issue 6's short context)
+constexpr int64_t kStepCheckContext = 128;    // positions the whole-step checks run at (issue 6's short context)
+constexpr size_t kStepGrids = 3;              // one-dispatch layer grids the whole-step check compares
+constexpr size_t kStepHeads = 3;              // head geometries the whole-step check compares
 
 Clock::time_point at(Clock::time_point t0, double seconds) {
   return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
@@ -59,6 +64,14 @@ std::vector<MatvecConfigChoice> current_choices(const formats::LlmPack& pack, co
   }
   if (const auto* g = pack.runtime().knee_for(key)) out.push_back({dv, to_kernel(*g)});
   return out;
+}
+
+// Whether `pack`'s decode attention can compute its qkv rows itself on this device (its kernel
+// family applies and fits): only then is qkvInAttention a choice.
+bool qkv_in_attention_runs(const formats::LlmPack& pack, gpu::KernelCache& kernels) {
+  llm::KernelChoices choices = llm::choose_kernels(pack, kernels.device());
+  choices.qk_in_attention = choices.qkv_in_attention = true;
+  return kernels::AttentionDecode(kernels, llm::lfm2_kernel_configs(pack.shape(), choices).attention_decode).fuses_qkv();
 }
 
 // `input` with the choices `res` made: the candidate, the knee, the flash optima, the dequant
@@ -113,6 +126,7 @@ formats::RuntimeFile tuned_file(const formats::RuntimeFile& input, const TuneRes
   c.extra.erase("residualMlpWorkgroups");
   if (res.residual_mlp && !res.residual_mlp->tried.empty())
     c.extra["residualMlpWorkgroups"] = res.residual_mlp->workgroups;  // 0: measured slower, stays off
+  if (res.qkv_in_attention) c.extra["qkvInAttention"] = *res.qkv_in_attention;
   rt.expected_subgroup_size = res.subgroup_size;
   return file;
 }
@@ -148,12 +162,13 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
   const bool has_attention = std::any_of(shape.layer_types.begin(), shape.layer_types.end(),
                                          [](formats::LayerType t) { return t == formats::LayerType::Attention; });
   // Phases in order: matvec geometries, norm fusion, flash blocks, the fused MLP, the one-dispatch
-  // out projection + MLP, [the mlpPair decode steps,] prefill matmuls.
+  // out projection + MLP, whole decode steps, prefill matmuls.
   const double matvec_end = budget * (pair_by_step ? 0.45 : search_mlp_phase ? 0.50 : 0.58);
   const double norm_end = budget * (pair_by_step ? 0.55 : search_mlp_phase ? 0.61 : 0.69);
-  const double flash_end = budget * (pair_by_step ? 0.65 : search_mlp_phase ? 0.73 : 0.85);
-  const double mlp_end = budget * (pair_by_step ? 0.75 : 0.85);
-  const double residual_end = budget * (pair_by_step ? 0.80 : 0.89);
+  const double flash_end = budget * (pair_by_step ? 0.65 : search_mlp_phase ? 0.73 : 0.82);
+  const double mlp_end = budget * (pair_by_step ? 0.75 : 0.82);
+  const double residual_end = budget * (pair_by_step ? 0.80 : 0.86);
+  const double steps_end = budget * (pair_by_step ? 0.86 : 0.90);  // starts the whole-step checks (with a pair: always)
   const double prefill_end = budget * 0.97;
 
   // ---- matvec per shape ----
@@ -284,28 +299,118 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
       say(line);
     }
   }
-  // ---- mlpPair by the whole decode step: timed alone, the fused MLP can beat the unfused matvecs
-  // that in the decode chain read their weights from L2 (each prefetches the next one's) ----
-  if (pair_by_step) {
+  // ---- what only whole decode steps rank. Timed alone, a kernel meets an idle GPU and a flushed
+  // cache; in the decode chain the matvecs find their weights in L2 (each prefetches the next
+  // one's) and a grid starts on the previous dispatch's tail. On an H100 a fresh tune that took
+  // its one-dispatch layer grid and head geometry from isolated timings decoded 7.5% slower than
+  // an earlier one (bench/NOTES.md, 2026-12-06, seventeenth session), and the fused MLP that won
+  // alone decoded 1.5x slower. Round 1: the one-dispatch layer's best grids x the qkv rows inside
+  // the attention or not [+ the fused MLP with --allow-mlp-pair]; round 2: the head's best
+  // geometries. Each graph is a whole model on the one weight upload, timed over decode steps ----
+  {
+    struct Variant {
+      std::string name;
+      formats::RuntimeFile file;
+      std::optional<uint32_t> grid;
+      std::optional<bool> qkv;
+      bool pair = false;
+      const MatvecMeasurement* head = nullptr;
+    };
     const uint32_t steps = 32;
-    const int64_t positions = llm::Lfm2Model::capacity_of(pack);
-    const uint32_t context = uint32_t(std::max<int64_t>(1, std::min<int64_t>(kPairCheckContext, positions - steps - 2)));
-    formats::RuntimeFile fused = tuned_file(pack.file(), res, capacity), unfused = fused;
-    fused.candidate.mlp_pair = true;
-    fused.candidate.mlp_slices = res.mlp->best.slices;
-    fused.candidate.mlp_workgroup = res.mlp->best.workgroup;
-    fused.candidate.mlp_half_product = res.mlp->best.half_product ? "down" : "none";
-    fused.candidate.extra.erase("residualMlpWorkgroups");
-    unfused.candidate.mlp_pair = false;
-    say("mlp    timing the decode step with the fused MLP and without (" + std::to_string(context) + " positions)");
-    const auto us = median_decode_steps(pack, weights, kernels, {fused, unfused}, context, steps);
-    res.mlp_pair_check = TuneResult::MlpPairCheck{context, us[0], us[1]};
-    res.mlp_pair = us[0] < us[1];
-    char line[200];
-    std::snprintf(line, sizeof line, "mlp    decode step: fused MLP %8.2f us, unfused %8.2f us -> mlpPair %s", us[0], us[1], res.mlp_pair ? "on" : "off");
-    say(line);
-    res.mlp_note = std::string("--allow-mlp-pair: whole decode steps timed, mlpPair ") +
-                   (res.mlp_pair ? "on (down.kquant is the model's down weight)" : "off (down.quant is the model's down weight)");
+    const uint32_t context = uint32_t(std::max<int64_t>(1, std::min<int64_t>(kStepCheckContext, llm::Lfm2Model::capacity_of(pack) - steps - 2)));
+    TuneResult::StepCheck check{context};
+    // Times the variants and returns the fastest (the first when there is nothing to compare).
+    auto fastest = [&](const std::vector<Variant>& variants) -> const Variant& {
+      std::vector<formats::RuntimeFile> files;
+      for (const auto& v : variants) files.push_back(v.file);
+      const auto us = median_decode_steps(pack, weights, kernels, files, context, steps);
+      size_t best = 0;
+      for (size_t i = 0; i < variants.size(); i++) {
+        check.tried.push_back({variants[i].name, us[i]});
+        if (us[i] < us[best]) best = i;
+        char line[200];
+        std::snprintf(line, sizeof line, "step   %-56s %8.2f us", variants[i].name.c_str(), us[i]);
+        say(line);
+      }
+      if (pair_by_step && variants.back().pair) {
+        double unfused = us.front();
+        for (size_t i = 0; i + 1 < variants.size(); i++) unfused = std::min(unfused, us[i]);
+        res.mlp_pair_check = TuneResult::MlpPairCheck{context, us.back(), unfused};
+      }
+      check.chosen.push_back(variants[best].name);
+      return variants[best];
+    };
+    std::vector<std::optional<uint32_t>> grids{std::nullopt};  // nullopt: as the input says
+    if (res.residual_mlp && !res.residual_mlp->tried.empty()) {
+      grids = {res.residual_mlp->workgroups};
+      std::vector<ResidualMlpTry> usable;
+      for (const auto& t : res.residual_mlp->tried)
+        if (t.us > 0 && t.workgroups != res.residual_mlp->workgroups) usable.push_back(t);
+      std::sort(usable.begin(), usable.end(), [](const auto& a, const auto& b) { return a.us < b.us; });
+      for (size_t i = 0; i < usable.size() && grids.size() < kStepGrids; i++) grids.push_back(usable[i].workgroups);
+    }
+    const formats::RuntimeFile base = tuned_file(pack.file(), res, capacity);
+    std::vector<std::optional<bool>> qkvs{std::nullopt};
+    if (has_attention && !input.unfused && norm_fused && qkv_in_attention_runs(pack.with_file(base), kernels)) qkvs = {true, false};
+    std::vector<Variant> round1;
+    for (const auto& g : grids)
+      for (const auto& q : qkvs) {
+        Variant v{"", base, g, q};
+        if (pair_by_step) v.file.candidate.mlp_pair = false;  // the pair is its own variant
+        if (g) v.file.candidate.extra["residualMlpWorkgroups"] = *g;
+        if (q) v.file.candidate.extra["qkvInAttention"] = *q;
+        v.name = g ? "residualMlpWorkgroups " + std::to_string(*g) : "";
+        if (q) v.name += std::string(v.name.empty() ? "" : ", ") + "qkvInAttention " + (*q ? "on" : "off");
+        if (v.name.empty()) v.name = base.candidate.mlp_pair && !pair_by_step ? "fused MLP" : "unfused MLP";
+        round1.push_back(std::move(v));
+      }
+    if (pair_by_step) {
+      Variant v{"fused MLP (mlpPair)", base, std::nullopt, qkvs.front(), true};
+      v.file.candidate.mlp_pair = true;
+      v.file.candidate.mlp_slices = res.mlp->best.slices;
+      v.file.candidate.mlp_workgroup = res.mlp->best.workgroup;
+      v.file.candidate.mlp_half_product = res.mlp->best.half_product ? "down" : "none";
+      v.file.candidate.extra.erase("residualMlpWorkgroups");
+      if (qkvs.front()) v.file.candidate.extra["qkvInAttention"] = *qkvs.front();
+      round1.push_back(std::move(v));
+    }
+    if (!pair_by_step && Clock::now() >= at(t0, steps_end)) {
+      res.budget_hit = true;
+      say("step   budget spent: the isolated timings decide");
+    } else {
+      say("step   whole decode steps at " + std::to_string(context) + " positions");
+      Variant won = round1.size() > 1 ? fastest(round1) : round1.front();
+      if (won.grid && res.residual_mlp) res.residual_mlp->workgroups = *won.grid;
+      res.qkv_in_attention = won.qkv;
+      if (pair_by_step) {
+        res.mlp_pair = won.pair;
+        res.mlp_note = std::string("--allow-mlp-pair: whole decode steps timed, mlpPair ") +
+                       (res.mlp_pair ? "on (down.kquant is the model's down weight)" : "off (down.quant is the model's down weight)");
+      }
+      // Round 2: the head's fastest geometries alone, in the graph that won.
+      auto head = std::find_if(res.matvec.begin(), res.matvec.end(), [](const auto& r) { return r.shape.key == "head"; });
+      if (head != res.matvec.end() && head->timed.size() > 1 && Clock::now() < at(t0, steps_end)) {
+        std::vector<Variant> round2;
+        for (size_t i = 0; i < head->timed.size() && round2.size() < kStepHeads; i++) {
+          Variant v = won;
+          v.head = &head->timed[i];
+          auto e = std::find_if(v.file.candidate.matvec.begin(), v.file.candidate.matvec.end(), [](const auto& m) { return m.first == "head"; });
+          if (e == v.file.candidate.matvec.end()) break;
+          e->second.variant = kernels::q4_variant_name(v.head->config.variant);
+          e->second.geometry = to_format(v.head->config.geometry);
+          v.name = "head " + v.head->config.describe();
+          round2.push_back(std::move(v));
+        }
+        if (round2.size() > 1) {
+          const Variant& h = fastest(round2);
+          head->best = *h.head;
+        }
+      }
+      res.step_check = std::move(check);
+      std::string chosen;
+      for (const auto& c : res.step_check->chosen) chosen += (chosen.empty() ? "" : "; ") + c;
+      say("step   -> " + (chosen.empty() ? won.name : chosen));
+    }
   }
   // ---- prefill matmul geometry per shape, at one full prefill chunk ----
   {
@@ -364,6 +469,11 @@ nlohmann::json TuneResult::to_json() const {
   nlohmann::json pf = nlohmann::json::array();
   for (const auto& r : prefill) pf.push_back(r.to_json());
   j["prefill"] = pf;
+  if (step_check) {
+    nlohmann::json t = nlohmann::json::array();
+    for (const auto& [name, us] : step_check->tried) t.push_back({{"graph", name}, {"step_us", us}});
+    j["step_check"] = {{"context", step_check->context}, {"tried", t}, {"chosen", step_check->chosen}};
+  }
   if (mlp_pair_check)
     j["mlp_pair_check"] = {{"context", mlp_pair_check->context}, {"fused_step_us", mlp_pair_check->fused_step_us},
                            {"unfused_step_us", mlp_pair_check->unfused_step_us}};
@@ -403,10 +513,12 @@ std::string TuneResult::table() const {
                   mlp->best.workgroup, mlp->best.half_product ? ", f16 down products" : "");
     out += line;
   }
-  if (mlp_pair_check) {
-    std::snprintf(line, sizeof line, "decode step at %u positions: fused MLP %.2f us, unfused %.2f us\n", mlp_pair_check->context,
-                  mlp_pair_check->fused_step_us, mlp_pair_check->unfused_step_us);
-    out += line;
+  if (step_check) {
+    for (const auto& [name, us] : step_check->tried) {
+      std::snprintf(line, sizeof line, "decode step at %u positions, %s: %.2f us%s\n", step_check->context, name.c_str(), us,
+                    std::count(step_check->chosen.begin(), step_check->chosen.end(), name) ? " (chosen)" : "");
+      out += line;
+    }
   }
   for (const auto& r : prefill) {
     std::snprintf(line, sizeof line, "%-14s %5ux%-5u %6d %10.2f %10s %10.2f %6.2fx %8s  %s%s, %.1f TFLOP/s at T=%u\n",
