@@ -8,7 +8,6 @@
 #include "kernel_test_util.h"
 #include "kernels/attention.h"
 #include "kernels/step.h"
-#include "q4_gpu.h"
 #include "reference/llm_ops_reference.h"
 
 using namespace ember;
@@ -222,80 +221,6 @@ TEST(AttentionDecode, NormRopeKvInsideTheAttention) {
     }
     EXPECT_THROW(attn.bind({&qb}, {&qb}, {&qb}, {&qb}, {&steps}), Error);  // it needs the norm weights and tables
   }
-}
-
-// qkv_matvec: the one-block attention computes its head's q/k/v rows of a 4-bit qkv matrix from
-// rmsnorm(x) * the op norm's weight itself, then norms, rotates, appends and attends as above.
-// Widths from 64 threads (24 weight blocks a lane) to 512, a first token (no cached key) and a
-// later one; the cache row of the token holds poison before the dispatch.
-TEST(AttentionDecode, ComputesItsQkvRowsInsideTheAttention) {
-  if (!test_device().has_subgroups()) GTEST_SKIP() << "no subgroups (the fused path is the quad kernel's)";
-  auto& dev = test_device();
-  const uint32_t H = 4, KV = 2, d = 64, half = d / 2, hidden = 256, positions = 80, padding = 4, row = d + padding;
-  const uint32_t Q = H * d, rows = Q + 2 * KV * d;
-  const float eps = 1e-5f;
-  std::vector<float> cos(size_t(positions) * half), sin(cos.size());
-  for (uint32_t p = 0; p < positions; p++)
-    for (uint32_t i = 0; i < half; i++) {
-      double a = p * std::pow(1e4, -2.0 * i / d);
-      cos[size_t(p) * half + i] = float(std::cos(a));
-      sin[size_t(p) * half + i] = float(std::sin(a));
-    }
-  const auto w = reference::quantize_q4_symmetric(test::random_floats(size_t(rows) * hidden, 60, 0.2f), rows, hidden);
-  const auto gw = test::upload_q4(w, "qkv");
-  const auto x = test::random_floats(hidden, 61, 2.0f), op_w = test::random_floats(hidden, 62), qw = test::random_floats(d, 63),
-             kw = test::random_floats(d, 64);
-  std::vector<float> norms = op_w;
-  norms.insert(norms.end(), qw.begin(), qw.end());
-  norms.insert(norms.end(), kw.begin(), kw.end());
-  auto xb = test::buffer_from(x, "x"), nb = test::buffer_from(norms, "norms"), cb = test::buffer_from(cos, "cos"), sb = test::buffer_from(sin, "sin");
-  // The reference: the token's qkv row, then what NormRopeKvInsideTheAttention checks.
-  const auto tok = reference::matvec(reference::dequantize_q4(w), rows, hidden, reference::rmsnorm(x, op_w, 1, hidden, eps));
-  for (uint32_t threads : {64u, 256u, 512u}) {
-    kernels::AttentionDecode attn(test_kernels(), {.heads = H, .kv_heads = KV, .head_dim = d, .padding = padding, .q_stride = rows,
-                                                   .subgroups = true, .direct_workgroup = threads, .norm_rope_kv = true, .k_offset = Q,
-                                                   .v_offset = Q + KV * d, .eps = eps, .qkv_matvec = true, .hidden = hidden});
-    ASSERT_TRUE(attn.fuses_qkv()) << attn.qkv_refusal();
-    for (uint32_t pos : {0u, 57u}) {
-      Cache c = make_cache(positions, pos, KV, row, 70 + pos);
-      auto kb = test::buffer_from(c.k, "k"), vb = test::buffer_from(c.v, "v");
-      auto out = test::poisoned(size_t(H) * d, "out");
-      auto step = kernels::create_step_buffer(dev);
-      kernels::upload_step(dev, step, {.start = pos, .rows = 1});
-      gpu::Recorder rec(dev);
-      attn.record_fused(rec, attn.bind_fused({&xb}, {&kb}, {&vb}, {&out}, {&step}, {&nb}, {&cb}, {&sb}, gw.matrix));
-      rec.submit();
-      std::vector<float> q(tok.begin(), tok.begin() + Q), kt(tok.begin() + Q, tok.begin() + Q + KV * d), vt(tok.begin() + Q + KV * d, tok.end());
-      q = reference::rmsnorm(q, qw, H, d, eps);
-      kt = reference::rmsnorm(kt, kw, KV, d, eps);
-      reference::rope(q, 1, H, d, pos, cos, sin);
-      reference::rope(kt, 1, KV, d, pos, cos, sin);
-      std::vector<float> kref_row, vref_row, kgot_row, vgot_row;
-      const auto kgot = test::read_floats(kb, c.k.size()), vgot = test::read_floats(vb, c.v.size());
-      for (uint32_t h = 0; h < KV; h++)
-        for (uint32_t e = 0; e < d; e++) {
-          const size_t at = (size_t(pos) * KV + h) * row + e;
-          c.k[at] = kt[h * d + e];
-          c.v[at] = vt[h * d + e];
-          kgot_row.push_back(kgot[at]);
-          vgot_row.push_back(vgot[at]);
-          kref_row.push_back(c.k[at]);
-          vref_row.push_back(c.v[at]);
-        }
-      const std::string where = "threads " + std::to_string(threads) + " position " + std::to_string(pos);
-      EXPECT_LT(test::rel_l2(test::read_floats(out, size_t(H) * d), reference::attention(q, c.k, c.v, 1, H, KV, d, row, pos)), test::kF32Tolerance)
-          << where;
-      EXPECT_LT(test::rel_l2(kgot_row, kref_row), test::kF32Tolerance) << where;
-      EXPECT_LT(test::rel_l2(vgot_row, vref_row), test::kF32Tolerance) << where;
-    }
-  }
-  // Where it cannot run, the attention says why and refuses the fused binding.
-  kernels::AttentionDecode batched(test_kernels(), {.heads = H, .kv_heads = KV, .head_dim = d, .q_stride = rows, .subgroups = true,
-                                                    .max_sequences = 2, .norm_rope_kv = true, .k_offset = Q, .v_offset = Q + KV * d,
-                                                    .eps = eps, .qkv_matvec = true, .hidden = hidden});
-  EXPECT_FALSE(batched.fuses_qkv());
-  EXPECT_NE(batched.qkv_refusal().find("one sequence"), std::string::npos) << batched.qkv_refusal();
-  EXPECT_THROW(batched.bind_fused({&xb}, {&xb}, {&xb}, {&xb}, {&xb}, {&nb}, {&cb}, {&sb}, gw.matrix), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, AttentionDecodeTest, ::testing::Bool(),

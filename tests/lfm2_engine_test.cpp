@@ -302,29 +302,21 @@ TEST(Lfm2Engine, HalfMlpProductsNeedShaderF16) {
 
 // Head size 64 (the seed shape) with subgroups: the decode attention norms and rotates q/k and
 // appends k/v itself (candidate qkInAttention, default on), one dispatch per attention layer
-// fewer, and at one flash block also computes its qkv rows (qkvInAttention, default on), one
-// more fewer; each switch off brings its dispatch back. (The reference-logit test of the seed
-// shape runs the fused path.)
+// fewer; the switch off brings the separate qk_norm_rope_kv dispatch back. (The reference-logit
+// test of the seed shape runs the fused path.)
 TEST(Lfm2Engine, SeedShapeDecodeNormsQkInsideTheAttention) {
   if (!test::test_device().has_subgroups()) GTEST_SKIP() << "the fused path is the quad kernel's (subgroups)";
-  struct Case {
-    const char* name;
-    nlohmann::json patch;
-    bool qk, qkv;
-  };
-  for (const Case& c : {Case{"defaults", nlohmann::json::object(), true, true}, Case{"qkvInAttention false", {{"qkvInAttention", false}}, true, false},
-                        Case{"qkInAttention false", {{"qkInAttention", false}}, false, false}}) {
+  for (bool fused : {true, false}) {
     fs::path dir = fs::temp_directory_path() / "ember_qk_in_attention" / std::to_string(getpid());
-    auto pk = formats::LlmPack::open(test::with_candidate(test::lfm2_test_pack("seed"), dir, c.patch));
+    auto p = fused ? test::lfm2_test_pack("seed") : test::with_candidate(test::lfm2_test_pack("seed"), dir, {{"qkInAttention", false}});
+    auto pk = formats::LlmPack::open(p);
     llm::Lfm2Model m(test::test_device(), test::test_kernels(), pk, {.prefill_chunk = 8, .quiet = true});
     m.prefill(prompt_ids(m.vocab(), 3, 1));
     const uint32_t blocks = m.choices().blocks_for(m.position() + 1);
-    EXPECT_EQ(m.decode_fuses_qkv(m.position() + 1), c.qkv && blocks == 1) << c.name;
     decode(m, 1);
     size_t expected = 2;
-    for (auto t : pk.shape().layer_types)
-      expected += t == formats::LayerType::Conv ? 4 : (c.qk ? 4 : 5) + (blocks == 1 ? 1 : 2) - (c.qkv && blocks == 1 ? 1 : 0);
-    EXPECT_EQ(m.decode_dispatches(), expected) << c.name;
+    for (auto t : pk.shape().layer_types) expected += t == formats::LayerType::Conv ? 4 : (fused ? 4 : 5) + (blocks == 1 ? 1 : 2);
+    EXPECT_EQ(m.decode_dispatches(), expected) << (fused ? "fused" : "qkInAttention false");
     fs::remove_all(dir);
   }
 }

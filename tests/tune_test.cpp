@@ -137,6 +137,25 @@ TEST(Tune, AllowMlpPairDecidesByTheWholeDecodeStep) {
   EXPECT_TRUE(r.to_json().contains("mlp_pair_check"));
   auto pack = formats::LlmPack::open(dir);
   EXPECT_EQ(pack.candidate().mlp_pair, r.mlp_pair);
+  // Each whole-step round's winner is what the file says.
+  ASSERT_TRUE(r.step_check.has_value());
+  ASSERT_FALSE(r.step_check->chosen.empty());
+  EXPECT_TRUE(r.to_json().contains("step_check"));
+  const auto& c = pack.candidate();
+  for (const auto& chosen : r.step_check->chosen) {
+    if (chosen.rfind("residualMlpWorkgroups ", 0) == 0)
+      EXPECT_EQ(c.extra.value("residualMlpWorkgroups", -1), std::stoi(chosen.substr(22))) << chosen;
+    else if (chosen.rfind("head ", 0) == 0) {
+      const auto& g = c.matvec_for("head")->geometry;
+      const tune::MatvecConfigChoice head{kernels::parse_q4_variant(c.matvec_for("head")->variant),
+                                          {uint32_t(g.workgroup_size), uint32_t(g.subgroup_size), uint32_t(g.rows_per_subgroup),
+                                           uint32_t(g.subgroups_per_row)}};
+      EXPECT_EQ(chosen, "head " + head.describe());
+    }
+    else
+      EXPECT_EQ(chosen == "fused MLP (mlpPair)", r.mlp_pair) << chosen;
+  }
+  EXPECT_EQ(c.extra.contains("residualMlpWorkgroups"), !r.mlp_pair && r.residual_mlp && !r.residual_mlp->tried.empty());
   EXPECT_EQ(std::string(pack.candidate().down_copy()), r.mlp_pair ? "kquant" : "quant");
   expect_matches_reference(dir);
   fs::remove_all(dir);

@@ -86,16 +86,6 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
   direct.defines.insert("DIRECT");
   partials_kernel_ = &kernels.get(key);
   direct_kernel_ = &kernels.get(direct);
-  if (config_.qkv_matvec) {
-    qkv_refusal_ = qkv_matvec_refusal(device, direct_threads_);
-    if (qkv_refusal_.empty()) {
-      gpu::KernelKey fused = direct;
-      fused.defines.insert("QKV_MATVEC");
-      fused.constants.push_back({"BLOCKS", config_.hidden / 32});
-      fused.constants.push_back({"QL", qkv_lanes(device)});
-      fused_kernel_ = &kernels.get(fused);
-    }
-  }
   // The combine splits a head's dims over its B workgroups, ceil(head_dim / 2) at most (B >= 2).
   const uint32_t combine_wg = std::max<uint32_t>(64, std::bit_ceil((config_.head_dim + 1) / 2));
   if (combine_wg > 1024) throw Error("head_dim " + std::to_string(config_.head_dim) + " above 2048", "AttentionDecode");
@@ -119,41 +109,6 @@ AttentionDecode::Groups AttentionDecode::bind(gpu::Binding q, gpu::Binding k_cac
   return {kernels_.bind(*partials_kernel_, {q, k_cache, v_cache, {&partials_}, {&params_}, step, nr.q_norm, nr.k_norm, nr.cos, nr.sin}),
           kernels_.bind(*combine_kernel_, {{&partials_}, out, {&params_}, step}),
           kernels_.bind(*direct_kernel_, {q, k_cache, v_cache, out, {&params_}, step, nr.q_norm, nr.k_norm, nr.cos, nr.sin})};
-}
-
-// QKV_MATVEC's lane group: one row's blocks over at most a subgroup (the reduction is shuffles).
-uint32_t AttentionDecode::qkv_lanes(const gpu::Device& device) { return std::min<uint32_t>(32, device.subgroup_size()); }
-
-std::string AttentionDecode::qkv_matvec_refusal(const gpu::Device& device, uint32_t threads) const {
-  const auto& c = config_;
-  if (!c.norm_rope_kv) return "it needs the q/k norms and RoPE in the attention (the quad kernel)";
-  if (c.max_sequences != 1) return "it serves one sequence";
-  if (c.hidden == 0 || c.hidden % 32 != 0) return "hidden " + std::to_string(c.hidden) + " is not a positive multiple of 32";
-  const uint32_t lanes = qkv_lanes(device), blocks = c.hidden / 32;
-  const uint32_t held = ceil_div(192, threads / lanes) * ceil_div(blocks, lanes);
-  if (held > kQkvMaxHeld)
-    return std::to_string(held) + " weight blocks a lane at " + std::to_string(threads) + " threads (at most " + std::to_string(kQkvMaxHeld) +
-           ")";
-  if (device.limits().maxStorageBuffersPerShaderStage < 9) return "the adapter allows fewer than 9 storage buffers a stage";
-  const uint64_t shared = uint64_t(threads) / device.subgroup_size() * 256 + 4ull * threads + 4ull * c.hidden + 4 * 192;
-  if (shared > device.limits().maxComputeWorkgroupStorageSize)
-    return std::to_string(shared) + " bytes of workgroup memory, the adapter has " + std::to_string(device.limits().maxComputeWorkgroupStorageSize);
-  return "";
-}
-
-gpu::BindGroup AttentionDecode::bind_fused(gpu::Binding x, gpu::Binding k_cache, gpu::Binding v_cache, gpu::Binding out,
-                                           gpu::Binding step, gpu::Binding norms, gpu::Binding cos, gpu::Binding sin,
-                                           const Q4Matrix& qkv) const {
-  const std::string where = "AttentionDecode::bind_fused";
-  if (!fused_kernel_) throw Error("this attention does not compute its qkv rows", where, "run the qkv matvec and bind()");
-  check_q4_matrix(qkv, config_.v_offset + config_.kv_heads * 64, config_.hidden, false, where);
-  require_binding(x, uint64_t(config_.hidden) * 4, "x", where);
-  require_binding(norms, (uint64_t(config_.hidden) + 128) * 4, "norms (op, q, k)", where);
-  return kernels_.bind(*fused_kernel_, {x, k_cache, v_cache, out, {&params_}, step, norms, cos, sin, qkv.quant, qkv.scales});
-}
-
-void AttentionDecode::record_fused(gpu::Recorder& rec, const gpu::BindGroup& group) const {
-  rec.dispatch(*fused_kernel_, group, 1, config_.heads, 1);
 }
 
 void AttentionDecode::record(gpu::Recorder& rec, const Groups& groups, uint32_t blocks, uint32_t sequences) const {

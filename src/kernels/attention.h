@@ -12,7 +12,6 @@
 
 #include "gpu/kernel.h"
 #include "gpu/recorder.h"
-#include "kernels/q4_matrix.h"
 
 namespace ember::kernels {
 
@@ -50,12 +49,6 @@ struct AttentionConfig {
   bool norm_rope_kv = false;
   uint32_t k_offset = 0, v_offset = 0;
   float eps = 0;
-  // Decode, one block, one sequence, with norm_rope_kv: each head's workgroup also computes its q,
-  // k and v rows of the fused qkv projection (symmetric 4-bit, [k_offset, v_offset, ... rows]
-  // [hidden]) from rmsnorm(x) * the op norm's weight (eps), so no qkv matvec runs before it
-  // (qkv_head_rows.wgsl; bind_fused / record_fused). fuses_qkv() says whether it was honoured.
-  bool qkv_matvec = false;
-  uint32_t hidden = 0;
   uint32_t query_tile = 64;             // prefill: queries per workgroup = threads
   uint32_t key_tile = 32;               // prefill: keys per workgroup-memory tile (multiple of 8)
 };
@@ -87,33 +80,17 @@ class AttentionDecode {
               const NormRope& norm_rope) const;
   void record(gpu::Recorder& rec, const Groups& groups, uint32_t blocks, uint32_t sequences = 1) const;
   bool fuses_norm_rope_kv() const { return config_.norm_rope_kv; }
-
-  // With fuses_qkv(): the one-block attention that computes its own q/k/v rows. x: the residual
-  // [hidden]; step: the StepParams as a uniform; norms: the op norm's weight [hidden], then the q
-  // and k norms' [head_dim] each; qkv: the fused qkv matrix.
-  gpu::BindGroup bind_fused(gpu::Binding x, gpu::Binding k_cache, gpu::Binding v_cache, gpu::Binding out, gpu::Binding step,
-                            gpu::Binding norms, gpu::Binding cos, gpu::Binding sin, const Q4Matrix& qkv) const;
-  void record_fused(gpu::Recorder& rec, const gpu::BindGroup& group) const;
-  bool fuses_qkv() const { return fused_kernel_ != nullptr; }
-  // Why qkv_matvec was not honoured ("" when it was or was not asked for).
-  const std::string& qkv_refusal() const { return qkv_refusal_; }
   // Threads per workgroup of the one-block kernel (the quad kernel's direct_workgroup, narrowed
   // to fit the adapter's workgroup memory; the general kernel: workgroup).
   uint32_t direct_threads() const { return direct_threads_; }
 
  private:
-  static constexpr uint32_t kQkvMaxHeld = 24;  // MAX_QKV_HELD in qkv_head_rows.wgsl
-  static uint32_t qkv_lanes(const gpu::Device& device);
-  std::string qkv_matvec_refusal(const gpu::Device& device, uint32_t threads) const;
-
   gpu::KernelCache& kernels_;
   AttentionConfig config_;
   uint32_t direct_threads_ = 0;
   const gpu::Kernel* partials_kernel_ = nullptr;
   const gpu::Kernel* combine_kernel_ = nullptr;
   const gpu::Kernel* direct_kernel_ = nullptr;
-  const gpu::Kernel* fused_kernel_ = nullptr;
-  std::string qkv_refusal_;
   gpu::Buffer params_, partials_;
 };
 

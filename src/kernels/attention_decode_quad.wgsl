@@ -14,20 +14,12 @@
 // in registers (qk_norm_rope_kv.wgsl's math), uses the fresh k/v for the current position instead
 // of the cache, and the one workgroup per kv head that owns that position appends k/v to the
 // caches. No workgroup of the dispatch reads the cache row being written.
-//
-// QKV_MATVEC (with DIRECT and NORM_ROPE_KV, one sequence): there is no qkv row yet; each
-// workgroup computes its head's q, k and v rows from the residual x (qkv_head_rows.wgsl), and the
-// step is a uniform.
 enable subgroups;
 
 #include "step.wgsl"
 #include "attention_params.wgsl"
 
-#if QKV_MATVEC
-@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;  // [hidden], the residual
-#else
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
-#endif
 #if NORM_ROPE_KV
 @group(0) @binding(1) var<storage, read_write> k_cache: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> v_cache: array<vec4<f32>>;
@@ -37,23 +29,12 @@ enable subgroups;
 #endif
 @group(0) @binding(3) var<storage, read_write> partials: array<f32>;
 @group(0) @binding(4) var<uniform> p: AttentionParams;
-#if QKV_MATVEC
-@group(0) @binding(5) var<uniform> step: Step;
-// The op RMSNorm's weight [hidden], then the q norm's [64], then the k norm's [64]: one binding
-// keeps the kernel within 10 storage buffers (an H100's limit through Dawn).
-@group(0) @binding(6) var<storage, read> norms: array<vec4<f32>>;
-@group(0) @binding(7) var<storage, read> cos_table: array<vec4<f32>>; // [positions][32]
-@group(0) @binding(8) var<storage, read> sin_table: array<vec4<f32>>;
-@group(0) @binding(9) var<storage, read> wqkv: array<vec4<u32>>;      // the fused qkv matrix's blocks
-@group(0) @binding(10) var<storage, read> sqkv: array<f32>;           // and scales
-#else
 @group(0) @binding(5) var<storage, read> steps: array<Step>;
 #if NORM_ROPE_KV
 @group(0) @binding(6) var<storage, read> q_norm_w: array<vec4<f32>>;  // [64]
 @group(0) @binding(7) var<storage, read> k_norm_w: array<vec4<f32>>;  // [64]
 @group(0) @binding(8) var<storage, read> cos_table: array<vec4<f32>>; // [positions][32]
 @group(0) @binding(9) var<storage, read> sin_table: array<vec4<f32>>;
-#endif
 #endif
 
 override WG: u32 = 64u;  // threads: WG / 4 quads, one key each at a time
@@ -62,18 +43,6 @@ override SG_MIN: u32 = 4u;  // the adapter's smallest subgroup (sizes the merge 
 const MASKED = -1.0e30;
 
 #include "reduce.wgsl"
-#if QKV_MATVEC
-#include "q4_block.wgsl"
-#include "qkv_head_rows.wgsl"
-
-fn q_norm_at(i: u32) -> vec4<f32> { return norms[BLOCKS * 8u + i]; }
-fn k_norm_at(i: u32) -> vec4<f32> { return norms[BLOCKS * 8u + 16u + i]; }
-#else
-#if NORM_ROPE_KV
-fn q_norm_at(i: u32) -> vec4<f32> { return q_norm_w[i]; }
-fn k_norm_at(i: u32) -> vec4<f32> { return k_norm_w[i]; }
-#endif
-#endif
 
 var<workgroup> merged: array<vec4<f32>, WG / SG_MIN * 16u>;  // [subgroup][16 vec4 = 64 dims]
 
@@ -127,12 +96,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let h = wg.y;
   let blocks = groups.x;
   let kvh = h / (p.heads / p.kv_heads);
-#if QKV_MATVEC
-  let st = step;
-  let held = qkv_issue(li, h, kvh);  // the weight loads first: the longest latency
-#else
   let st = steps[wg.z];
-#endif
   let L = st.start + 1u;
   let chunk = (L + blocks - 1u) / blocks;
   let begin = min(L, wg.x * chunk);
@@ -140,22 +104,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let part = li % 4u;
   let quad = li / 4u;
 
-  // Keys below `cached` come from the cache (NORM_ROPE_KV: the current position is fresh). A
-  // uniform trip count (the shuffles need every lane); a lane past `end` computes on a clamped row
-  // and keeps its state. Each round's K and V rows are loaded together one round ahead, so a round
-  // waits on no memory once the first has arrived; the first round's are issued here, before q.
-#if NORM_ROPE_KV
-  let cached = st.start;
-#else
-  let cached = L;
-#endif
-  let seq_base = st.seq * p.seq_stride / 4u + part * 4u;
-  let rounds = (end - begin + QUADS - 1u) / QUADS;
-  var next = load_kv(seq_base, kvh, begin + quad, cached);
-
+  let qbase = (st.seq * p.q_stride + p.q_offset + h * 64u) / 4u + part * 4u;
   var qv: array<vec4<f32>, 4>;
 #if NORM_ROPE_KV
   let pos = st.start;  // this token: its k/v come from qkv, not the cache
+  let kbase = (st.seq * p.q_stride + p.k_offset + kvh * 64u) / 4u + part * 4u;
+  let vbase = (st.seq * p.q_stride + p.v_offset + kvh * 64u) / 4u + part * 4u;
   let angle = pos * 8u + (part & 1u) * 4u;  // vec4 index of angle 16 (part & 1) at pos
   var kraw: array<vec4<f32>, 4>;
   var vf: array<vec4<f32>, 4>;
@@ -164,28 +118,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   var rc: array<vec4<f32>, 4>;  // cos and sin of this lane's angles
   var rs: array<vec4<f32>, 4>;
   for (var b = 0u; b < 4u; b++) {
-    qw[b] = q_norm_at(part * 4u + b);
-    kw[b] = k_norm_at(part * 4u + b);
-    rc[b] = cos_table[angle + b];
-    rs[b] = sin_table[angle + b];
-  }
-#if QKV_MATVEC
-  qkv_dots(held, li, qkv_stage_x(li, sg_size));
-  for (var b = 0u; b < 4u; b++) {
-    qv[b] = qkv_row4(part * 4u + b);
-    kraw[b] = qkv_row4(16u + part * 4u + b);
-    vf[b] = qkv_row4(32u + part * 4u + b);
-  }
-#else
-  let qbase = (st.seq * p.q_stride + p.q_offset + h * 64u) / 4u + part * 4u;
-  let kbase = (st.seq * p.q_stride + p.k_offset + kvh * 64u) / 4u + part * 4u;
-  let vbase = (st.seq * p.q_stride + p.v_offset + kvh * 64u) / 4u + part * 4u;
-  for (var b = 0u; b < 4u; b++) {
     qv[b] = q[qbase + b];
     kraw[b] = q[kbase + b];
     vf[b] = q[vbase + b];
+    qw[b] = q_norm_w[part * 4u + b];
+    kw[b] = k_norm_w[part * 4u + b];
+    rc[b] = cos_table[angle + b];
+    rs[b] = sin_table[angle + b];
   }
-#endif
   qv = norm_rope(qv, qw, rc, rs, part);
   let kf = norm_rope(kraw, kw, rc, rs, part);
   for (var b = 0u; b < 4u; b++) { qv[b] *= p.scale; }
@@ -198,13 +138,24 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     }
   }
 #else
-  let qbase = (st.seq * p.q_stride + p.q_offset + h * 64u) / 4u + part * 4u;
   for (var b = 0u; b < 4u; b++) { qv[b] = q[qbase + b] * p.scale; }
 #endif
 
+  // Keys below `cached` come from the cache (NORM_ROPE_KV: the current position is fresh).
+#if NORM_ROPE_KV
+  let cached = pos;
+#else
+  let cached = L;
+#endif
+  let seq_base = st.seq * p.seq_stride / 4u + part * 4u;
   var m = MASKED;
   var l = 0.0;
   var acc: array<vec4<f32>, 4>;
+  // A uniform trip count (the shuffles need every lane); a lane past `end` computes on a clamped
+  // row and keeps its state. Each round's K and V rows are loaded together one round ahead, so a
+  // round waits on no memory once the first has arrived.
+  let rounds = (end - begin + QUADS - 1u) / QUADS;
+  var next = load_kv(seq_base, kvh, begin + quad, cached);
   for (var i = 0u; i < rounds; i++) {
     let cur = next;
     if (i + 1u < rounds) { next = load_kv(seq_base, kvh, begin + (i + 1u) * QUADS + quad, cached); }

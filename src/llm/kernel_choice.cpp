@@ -89,8 +89,6 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
   k.qk_fuse = !c.unfused;
   k.qk_in_attention = !c.unfused;
   if (auto it = c.extra.find("qkInAttention"); it != c.extra.end() && it->is_boolean()) k.qk_in_attention = !c.unfused && it->get<bool>();
-  k.qkv_in_attention = k.qk_in_attention && k.norm_fuse;
-  if (auto it = c.extra.find("qkvInAttention"); it != c.extra.end() && it->is_boolean()) k.qkv_in_attention = k.qk_in_attention && k.norm_fuse && it->get<bool>();
   k.prefetch = !c.unfused && adapter.type != "CPU";
   if (auto it = c.extra.find("decodePrefetch"); it != c.extra.end() && it->is_boolean()) k.prefetch = !c.unfused && it->get<bool>();
   k.padding = static_cast<uint32_t>(std::max<int64_t>(0, c.padding));

@@ -44,10 +44,6 @@ struct KernelChoices {
   // Decode: that step inside the attention dispatch instead (the quad decode kernel, where it
   // applies; candidate extra key `qkInAttention`, default on; off with unfused).
   bool qk_in_attention = true;
-  // Decode at one flash block: the attention workgroups also compute their heads' q/k/v rows, so
-  // the qkv matvec dispatch goes (kernels::AttentionConfig::qkv_matvec; candidate extra key
-  // `qkvInAttention`, default on; needs qk_in_attention and norm_fuse; off with unfused).
-  bool qkv_in_attention = true;
   // Each decode matvec reads the next one's weights into the L2 cache (extra workgroups; candidate
   // extra key `decodePrefetch`, default on for GPUs, off for CPU adapters and with `unfused`).
   bool prefetch = false;

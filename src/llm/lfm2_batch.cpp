@@ -111,7 +111,6 @@ Lfm2BatchDecoder::Lfm2BatchDecoder(std::vector<Lfm2Model*> sequences)
   o.qk_norm_rope_kv.emplace(kernels, qc);
   kernels::AttentionConfig ac = kc.attention_decode;
   ac.max_sequences = N;
-  ac.qkv_matvec = false;  // its qkv rows come from one batched matvec
   ac.seq_stride = caches.kv_slot_stride();
   o.attn_decode.emplace(kernels, ac);
   o.conv.emplace(kernels, kernels::ConvConfig{.hidden = H, .state_stride = caches.conv_slot_stride(), .fused = true});

@@ -23,8 +23,6 @@ Lfm2KernelConfigs lfm2_kernel_configs(const formats::LlmShape& s, const KernelCh
   c.attention_decode.k_offset = Q;
   c.attention_decode.v_offset = Q + KV;
   c.attention_decode.eps = eps;
-  c.attention_decode.qkv_matvec = choices.qkv_in_attention;
-  c.attention_decode.hidden = H;
   c.qk_norm_rope_kv = {.heads = u32(s.heads), .kv_heads = u32(s.kv_heads), .head_dim = D, .padding = choices.padding, .stride = QKV,
                        .q_offset = 0, .k_offset = Q, .v_offset = Q + KV, .eps = eps};
   return c;

@@ -52,8 +52,6 @@ struct Lfm2Model::Layer {
   gpu::BindGroup op_norm, ffn_norm, q_norm, k_norm, rope, kv_write, attn_prefill, silu_mul;
   gpu::BindGroup qk_norm_rope_kv;  // with qk_fuse
   kernels::AttentionDecode::Groups attn_decode;
-  gpu::Buffer attn_norms;     // with qkv_in_attention: the op, q and k norm weights in one buffer
-  gpu::BindGroup attn_fused;  // the one-block attention that computes its own qkv rows
   kernels::ShortConv::Groups conv_decode, conv_prefill;
   kernels::Bound mix_in_mv, mix_out_mv, gate_up_mv, down_mv;  // decode matvecs
   bool decode_norm_fused = false;                           // mix_in_mv / gate_up_mv / mlp read x itself
@@ -135,13 +133,6 @@ void Lfm2Model::build() {
   if (choices_.qk_fuse)
     o.qk_norm_rope_kv.emplace(kernels, kc.qk_norm_rope_kv);
   o.attn_decode.emplace(kernels, kc.attention_decode);
-  if (choices_.qkv_in_attention && !o.attn_decode->fuses_qkv()) {
-    // Silent where the kernel family does not apply (no quad attention: head size, subgroups), as
-    // for qkInAttention; a warning where it does but this adapter cannot run it.
-    if (o.attn_decode->fuses_norm_rope_kv())
-      choices_.warnings.push_back("qkvInAttention: " + o.attn_decode->qkv_refusal() + "; decode runs the qkv matvec");
-    choices_.qkv_in_attention = false;
-  }
   o.attn_prefill.emplace(kernels, kc.attention);
   o.conv_decode.emplace(kernels, kernels::ConvConfig{.hidden = H, .fused = true});
   o.conv_prefill.emplace(kernels, kernels::ConvConfig{.hidden = H, .fused = false});
@@ -309,17 +300,6 @@ void Lfm2Model::build() {
         layer.attn_decode = o.attn_decode->bind({&qkv_}, k_cache(i), v_cache(i), {&attn_}, {&step_},
                                                 {{&weights_->section(p + "attn.qkv.q_norm")}, {&weights_->section(p + "attn.qkv.k_norm")}, {&cos}, {&sin}});
       else layer.attn_decode = o.attn_decode->bind({&qkv_}, k_cache(i), v_cache(i), {&attn_}, {&step_});
-      if (o.attn_decode->fuses_qkv()) {
-        std::vector<float> norms;
-        for (const char* part : {"qkv.norm", "qkv.q_norm", "qkv.k_norm"}) {
-          const auto w = pack.f32_section(p + "attn." + part);
-          norms.insert(norms.end(), w.begin(), w.end());
-        }
-        layer.attn_norms = device.create_storage(norms.size() * 4, p + "attn.norms");
-        device.upload(layer.attn_norms, std::span<const float>(norms));
-        layer.attn_fused = o.attn_decode->bind_fused({&x_, 0, uint64_t(H) * 4}, k_cache(i), v_cache(i), {&attn_}, {&step_}, {&layer.attn_norms},
-                                                     {&cos}, {&sin}, layer.mix_in);
-      }
       layer.attn_prefill = o.attn_prefill->bind({&qkv_}, k_cache(i), v_cache(i), {&attn_}, {&step_});
     } else {
       layer.conv_decode = o.conv_decode->bind({&bcx_}, {taps}, conv_state(i), {&conv_y_}, {&step_});
@@ -400,8 +380,6 @@ void Lfm2Model::build_residual_mlp() {
   residual_mlp_ = true;
 }
 
-bool Lfm2Model::decode_fuses_qkv(uint32_t length) const { return ops_->attn_decode->fuses_qkv() && choices_.blocks_for(length) == 1; }
-
 bool Lfm2Model::residual_mlp_failed() const {
   if (!residual_mlp_) return false;
   const auto words = device_.download_as<uint32_t>(residual_scratch_);
@@ -469,29 +447,25 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
   }
   for (size_t i = 0; i < layers_.size(); i++) {
     const Layer& l = layers_[i];
-    if (decode && l.type == LayerType::Attention && decode_fuses_qkv(position_ + 1)) {
-      o.attn_decode->record_fused(rec, l.attn_fused);  // computes its qkv rows itself
-    } else {
-      if (!decode || !l.decode_norm_fused) o.norm->record(rec, l.op_norm, T);
-      if (decode) o.matvec.at(l.mix_in_key).record(rec, l.mix_in_mv);
-      else o.matmul.at(l.mix_in_key).record(rec, chunk->mix_in[i]);
-      if (l.type == LayerType::Attention) {
-        if (decode && o.attn_decode->fuses_norm_rope_kv()) {
-          // the attention dispatch norms, rotates and appends k/v itself
-        } else if (o.qk_norm_rope_kv) {
-          o.qk_norm_rope_kv->record(rec, l.qk_norm_rope_kv, T);
-        } else {
-          o.q_norm->record(rec, l.q_norm, T);
-          o.k_norm->record(rec, l.k_norm, T);
-          o.rope->record(rec, l.rope, T);
-          o.kv_write->record(rec, l.kv_write, T);
-        }
-        if (decode) o.attn_decode->record(rec, l.attn_decode, choices_.blocks_for(position_ + 1));
-        else o.attn_prefill->record(rec, l.attn_prefill, T);
+    if (!decode || !l.decode_norm_fused) o.norm->record(rec, l.op_norm, T);
+    if (decode) o.matvec.at(l.mix_in_key).record(rec, l.mix_in_mv);
+    else o.matmul.at(l.mix_in_key).record(rec, chunk->mix_in[i]);
+    if (l.type == LayerType::Attention) {
+      if (decode && o.attn_decode->fuses_norm_rope_kv()) {
+        // the attention dispatch norms, rotates and appends k/v itself
+      } else if (o.qk_norm_rope_kv) {
+        o.qk_norm_rope_kv->record(rec, l.qk_norm_rope_kv, T);
       } else {
-        if (!decode) o.conv_prefill->record(rec, l.conv_prefill, T);
-        else if (!conv_step_fused_) o.conv_decode->record(rec, l.conv_decode, T);  // else in the in_proj matvec
+        o.q_norm->record(rec, l.q_norm, T);
+        o.k_norm->record(rec, l.k_norm, T);
+        o.rope->record(rec, l.rope, T);
+        o.kv_write->record(rec, l.kv_write, T);
       }
+      if (decode) o.attn_decode->record(rec, l.attn_decode, choices_.blocks_for(position_ + 1));
+      else o.attn_prefill->record(rec, l.attn_prefill, T);
+    } else {
+      if (!decode) o.conv_prefill->record(rec, l.conv_prefill, T);
+      else if (!conv_step_fused_) o.conv_decode->record(rec, l.conv_decode, T);  // else in the in_proj matvec
     }
     if (decode && residual_mlp_) {  // mix_out, the ffn norm and the MLP in one dispatch
       o.residual_mlp.at(l.mix_out.cols).record(rec, l.residual_mlp);

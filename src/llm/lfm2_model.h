@@ -103,9 +103,6 @@ class Lfm2Model {
   // in the choices, and the probe at load found the grid resident), and whether one of its waits
   // has given up since (its workgroups were not all resident: the logits since are wrong; reads
   // the status word back, so it waits for the GPU).
-  // Whether a decode step over `length` positions runs the attention layers' qkv rows inside
-  // the attention dispatch (qkv_in_attention at one flash block).
-  bool decode_fuses_qkv(uint32_t length) const;
   bool residual_mlp() const { return residual_mlp_; }
   bool residual_mlp_failed() const;
 

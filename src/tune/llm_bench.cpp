@@ -50,10 +50,6 @@ std::map<std::string, uint64_t> bytes_by_label(const llm::Lfm2Model& model, uint
       out["residual_mlp_q4"] += m.bytes() * uint64_t(m.count);
       continue;
     }
-    if (m.key == "attn_qkv" && model.decode_fuses_qkv(context + 1)) {
-      out["attention_decode"] += m.bytes() * uint64_t(m.count);
-      continue;
-    }
     out[model.decode_matvec(m.key).kernel().label()] += m.bytes() * uint64_t(m.count);
   }
   const uint64_t H = s.hidden, F = s.ffn;

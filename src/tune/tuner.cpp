@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
-#include "kernels/attention.h"
-#include "llm/kernel_choice.h"
-#include "llm/lfm2_kernel_configs.h"
 #include "llm/lfm2_model.h"
 #include "llm/lfm2_weights.h"
 #include "tune/decode_step.h"
@@ -28,8 +26,10 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 constexpr double kMinPrefillSlotS = 0.5;  // seconds per prefill matmul shape below which it is not searched
 constexpr int64_t kPrefillTuneTokens = 1024;  // chunk the prefill matmuls are tuned at (`ember bench llm --prompt` default)
 constexpr int64_t kStepCheckContext = 128;    // positions the whole-step checks run at (issue 6's short context)
-constexpr size_t kStepGrids = 3;              // one-dispatch layer grids the whole-step check compares
-constexpr size_t kStepHeads = 3;              // head geometries the whole-step check compares
+// Options the whole-step rounds compare: the one-dispatch layer's grids, the head's geometries, the
+// one-block attention's widths (the fastest alone of each).
+constexpr size_t kStepGrids = 5, kStepHeads = 3, kStepWidths = 3;
+constexpr const char* kPairOption = "fused MLP (mlpPair)";
 
 Clock::time_point at(Clock::time_point t0, double seconds) {
   return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
@@ -64,14 +64,6 @@ std::vector<MatvecConfigChoice> current_choices(const formats::LlmPack& pack, co
   }
   if (const auto* g = pack.runtime().knee_for(key)) out.push_back({dv, to_kernel(*g)});
   return out;
-}
-
-// Whether `pack`'s decode attention can compute its qkv rows itself on this device (its kernel
-// family applies and fits): only then is qkvInAttention a choice.
-bool qkv_in_attention_runs(const formats::LlmPack& pack, gpu::KernelCache& kernels) {
-  llm::KernelChoices choices = llm::choose_kernels(pack, kernels.device());
-  choices.qk_in_attention = choices.qkv_in_attention = true;
-  return kernels::AttentionDecode(kernels, llm::lfm2_kernel_configs(pack.shape(), choices).attention_decode).fuses_qkv();
 }
 
 // `input` with the choices `res` made: the candidate, the knee, the flash optima, the dequant
@@ -124,9 +116,8 @@ formats::RuntimeFile tuned_file(const formats::RuntimeFile& input, const TuneRes
   }
   if (res.norm && !res.norm->budget_hit) c.extra["normFuse"] = res.norm->norm_fuse;
   c.extra.erase("residualMlpWorkgroups");
-  if (res.residual_mlp && !res.residual_mlp->tried.empty())
+  if (res.residual_mlp && !res.residual_mlp->tried.empty() && !res.mlp_pair)  // it replaces the unfused MLP only
     c.extra["residualMlpWorkgroups"] = res.residual_mlp->workgroups;  // 0: measured slower, stays off
-  if (res.qkv_in_attention) c.extra["qkvInAttention"] = *res.qkv_in_attention;
   rt.expected_subgroup_size = res.subgroup_size;
   return file;
 }
@@ -304,112 +295,121 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
   // one's) and a grid starts on the previous dispatch's tail. On an H100 a fresh tune that took
   // its one-dispatch layer grid and head geometry from isolated timings decoded 7.5% slower than
   // an earlier one (bench/NOTES.md, 2026-12-06, seventeenth session), and the fused MLP that won
-  // alone decoded 1.5x slower. Round 1: the one-dispatch layer's best grids x the qkv rows inside
-  // the attention or not [+ the fused MLP with --allow-mlp-pair]; round 2: the head's best
-  // geometries. Each graph is a whole model on the one weight upload, timed over decode steps ----
+  // alone decoded 1.5x slower. So, one choice after the other, each option a whole model on the
+  // one weight upload timed over decode steps, the current best timed again in each round: the
+  // one-dispatch layer's best grids [or the fused MLP, with --allow-mlp-pair], the head's best
+  // geometries, the one-block attention's best widths ----
   {
-    struct Variant {
+    struct Option {
       std::string name;
-      formats::RuntimeFile file;
-      std::optional<uint32_t> grid;
-      std::optional<bool> qkv;
-      bool pair = false;
-      const MatvecMeasurement* head = nullptr;
+      std::function<void(formats::Candidate&)> apply;  // onto the current best candidate
+      std::function<void()> commit;                    // into `res`, when it wins
     };
     const uint32_t steps = 32;
     const uint32_t context = uint32_t(std::max<int64_t>(1, std::min<int64_t>(kStepCheckContext, llm::Lfm2Model::capacity_of(pack) - steps - 2)));
+    formats::RuntimeFile current = tuned_file(pack.file(), res, capacity);
     TuneResult::StepCheck check{context};
-    // Times the variants and returns the fastest (the first when there is nothing to compare).
-    auto fastest = [&](const std::vector<Variant>& variants) -> const Variant& {
-      std::vector<formats::RuntimeFile> files;
-      for (const auto& v : variants) files.push_back(v.file);
+    auto round = [&](const std::vector<Option>& options) {
+      if (options.size() < 2) return;
+      std::vector<formats::RuntimeFile> files(options.size(), current);
+      for (size_t i = 0; i < options.size(); i++) options[i].apply(files[i].candidate);
       const auto us = median_decode_steps(pack, weights, kernels, files, context, steps);
       size_t best = 0;
-      for (size_t i = 0; i < variants.size(); i++) {
-        check.tried.push_back({variants[i].name, us[i]});
+      for (size_t i = 0; i < options.size(); i++) {
+        check.tried.push_back({options[i].name, us[i]});
         if (us[i] < us[best]) best = i;
         char line[200];
-        std::snprintf(line, sizeof line, "step   %-56s %8.2f us", variants[i].name.c_str(), us[i]);
+        std::snprintf(line, sizeof line, "step   %-48s %8.2f us", options[i].name.c_str(), us[i]);
         say(line);
       }
-      if (pair_by_step && variants.back().pair) {
+      if (pair_by_step && options.back().name == kPairOption) {
         double unfused = us.front();
-        for (size_t i = 0; i + 1 < variants.size(); i++) unfused = std::min(unfused, us[i]);
+        for (size_t i = 0; i + 1 < options.size(); i++) unfused = std::min(unfused, us[i]);
         res.mlp_pair_check = TuneResult::MlpPairCheck{context, us.back(), unfused};
       }
-      check.chosen.push_back(variants[best].name);
-      return variants[best];
+      check.chosen.push_back(options[best].name);
+      options[best].commit();
+      current = files[best];
     };
-    std::vector<std::optional<uint32_t>> grids{std::nullopt};  // nullopt: as the input says
-    if (res.residual_mlp && !res.residual_mlp->tried.empty()) {
-      grids = {res.residual_mlp->workgroups};
-      std::vector<ResidualMlpTry> usable;
-      for (const auto& t : res.residual_mlp->tried)
-        if (t.us > 0 && t.workgroups != res.residual_mlp->workgroups) usable.push_back(t);
-      std::sort(usable.begin(), usable.end(), [](const auto& a, const auto& b) { return a.us < b.us; });
-      for (size_t i = 0; i < usable.size() && grids.size() < kStepGrids; i++) grids.push_back(usable[i].workgroups);
-    }
-    const formats::RuntimeFile base = tuned_file(pack.file(), res, capacity);
-    std::vector<std::optional<bool>> qkvs{std::nullopt};
-    if (has_attention && !input.unfused && norm_fused && qkv_in_attention_runs(pack.with_file(base), kernels)) qkvs = {true, false};
-    std::vector<Variant> round1;
-    for (const auto& g : grids)
-      for (const auto& q : qkvs) {
-        Variant v{"", base, g, q};
-        if (pair_by_step) v.file.candidate.mlp_pair = false;  // the pair is its own variant
-        if (g) v.file.candidate.extra["residualMlpWorkgroups"] = *g;
-        if (q) v.file.candidate.extra["qkvInAttention"] = *q;
-        v.name = g ? "residualMlpWorkgroups " + std::to_string(*g) : "";
-        if (q) v.name += std::string(v.name.empty() ? "" : ", ") + "qkvInAttention " + (*q ? "on" : "off");
-        if (v.name.empty()) v.name = base.candidate.mlp_pair && !pair_by_step ? "fused MLP" : "unfused MLP";
-        round1.push_back(std::move(v));
-      }
-    if (pair_by_step) {
-      Variant v{"fused MLP (mlpPair)", base, std::nullopt, qkvs.front(), true};
-      v.file.candidate.mlp_pair = true;
-      v.file.candidate.mlp_slices = res.mlp->best.slices;
-      v.file.candidate.mlp_workgroup = res.mlp->best.workgroup;
-      v.file.candidate.mlp_half_product = res.mlp->best.half_product ? "down" : "none";
-      v.file.candidate.extra.erase("residualMlpWorkgroups");
-      if (qkvs.front()) v.file.candidate.extra["qkvInAttention"] = *qkvs.front();
-      round1.push_back(std::move(v));
-    }
     if (!pair_by_step && Clock::now() >= at(t0, steps_end)) {
       res.budget_hit = true;
       say("step   budget spent: the isolated timings decide");
     } else {
       say("step   whole decode steps at " + std::to_string(context) + " positions");
-      Variant won = round1.size() > 1 ? fastest(round1) : round1.front();
-      if (won.grid && res.residual_mlp) res.residual_mlp->workgroups = *won.grid;
-      res.qkv_in_attention = won.qkv;
+      // Round 1: the one-dispatch layer's fastest grids alone (the winner first), [the fused MLP].
+      std::vector<Option> grids;
+      if (res.residual_mlp && !res.residual_mlp->tried.empty()) {
+        std::vector<uint32_t> counts{res.residual_mlp->workgroups};
+        std::vector<ResidualMlpTry> usable;
+        for (const auto& t : res.residual_mlp->tried)
+          if (t.us > 0 && t.workgroups != counts.front()) usable.push_back(t);
+        std::sort(usable.begin(), usable.end(), [](const auto& a, const auto& b) { return a.us < b.us; });
+        for (size_t i = 0; i < usable.size() && counts.size() < kStepGrids; i++) counts.push_back(usable[i].workgroups);
+        for (uint32_t n : counts)
+          grids.push_back({"residualMlpWorkgroups " + std::to_string(n),
+                           [n, pair = pair_by_step](formats::Candidate& c) {
+                             c.extra["residualMlpWorkgroups"] = n;
+                             if (pair) c.mlp_pair = false;
+                           },
+                           [&res, n, pair = pair_by_step] {
+                             res.residual_mlp->workgroups = n;
+                             if (pair) res.mlp_pair = false;
+                           }});
+      } else if (pair_by_step) {
+        grids.push_back({"unfused MLP", [](formats::Candidate& c) { c.mlp_pair = false; }, [&res] { res.mlp_pair = false; }});
+      }
       if (pair_by_step) {
-        res.mlp_pair = won.pair;
+        const MlpChoice best = res.mlp->best;
+        grids.push_back({kPairOption,
+                         [best](formats::Candidate& c) {
+                           c.mlp_pair = true;
+                           c.mlp_slices = best.slices;
+                           c.mlp_workgroup = best.workgroup;
+                           c.mlp_half_product = best.half_product ? "down" : "none";
+                           c.extra.erase("residualMlpWorkgroups");
+                         },
+                         [&res] { res.mlp_pair = true; }});
+      }
+      round(grids);
+      if (pair_by_step)
         res.mlp_note = std::string("--allow-mlp-pair: whole decode steps timed, mlpPair ") +
                        (res.mlp_pair ? "on (down.kquant is the model's down weight)" : "off (down.quant is the model's down weight)");
-      }
-      // Round 2: the head's fastest geometries alone, in the graph that won.
+      // Round 2: the head's fastest geometries alone.
       auto head = std::find_if(res.matvec.begin(), res.matvec.end(), [](const auto& r) { return r.shape.key == "head"; });
-      if (head != res.matvec.end() && head->timed.size() > 1 && Clock::now() < at(t0, steps_end)) {
-        std::vector<Variant> round2;
-        for (size_t i = 0; i < head->timed.size() && round2.size() < kStepHeads; i++) {
-          Variant v = won;
-          v.head = &head->timed[i];
-          auto e = std::find_if(v.file.candidate.matvec.begin(), v.file.candidate.matvec.end(), [](const auto& m) { return m.first == "head"; });
-          if (e == v.file.candidate.matvec.end()) break;
-          e->second.variant = kernels::q4_variant_name(v.head->config.variant);
-          e->second.geometry = to_format(v.head->config.geometry);
-          v.name = "head " + v.head->config.describe();
-          round2.push_back(std::move(v));
+      if (head != res.matvec.end() && Clock::now() < at(t0, steps_end)) {
+        std::vector<Option> heads;
+        for (size_t i = 0; i < head->timed.size() && heads.size() < kStepHeads; i++) {
+          const MatvecMeasurement m = head->timed[i];
+          heads.push_back({"head " + m.config.describe(),
+                           [m](formats::Candidate& c) {
+                             for (auto& [key, mc] : c.matvec)
+                               if (key == "head") {
+                                 mc.variant = kernels::q4_variant_name(m.config.variant);
+                                 mc.geometry = to_format(m.config.geometry);
+                               }
+                           },
+                           [m, head] { head->best = m; }});
         }
-        if (round2.size() > 1) {
-          const Variant& h = fastest(round2);
-          head->best = *h.head;
-        }
+        round(heads);
       }
-      res.step_check = std::move(check);
+      // Round 3: the one-block attention's fastest widths alone.
+      if (has_attention && Clock::now() < at(t0, steps_end)) {
+        auto widths = res.flash_direct.tried;
+        std::sort(widths.begin(), widths.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+        std::vector<Option> attention;
+        for (size_t i = 0; i < widths.size() && attention.size() < kStepWidths; i++) {
+          if (widths[i].second <= 0) continue;  // rejected: its output differed
+          const uint32_t w = widths[i].first;
+          attention.push_back({"one-block attention " + std::to_string(w) + " threads",
+                               [w](formats::Candidate& c) { c.extra["flashDirectWorkgroup"] = w; },
+                               [&res, w] { res.flash_direct.workgroup = w; }});
+        }
+        round(attention);
+      }
       std::string chosen;
-      for (const auto& c : res.step_check->chosen) chosen += (chosen.empty() ? "" : "; ") + c;
-      say("step   -> " + (chosen.empty() ? won.name : chosen));
+      for (const auto& c : check.chosen) chosen += (chosen.empty() ? "" : "; ") + c;
+      if (!chosen.empty()) say("step   -> " + chosen);
+      res.step_check = std::move(check);
     }
   }
   // ---- prefill matmul geometry per shape, at one full prefill chunk ----

@@ -1,7 +1,7 @@
 // `ember tune`: searches the candidate's space on this adapter (matvec variant x geometry per
 // matrix shape, norm fusion, flash-decoding blocks per position range, the fused MLP's slices and
 // workgroup, the one-dispatch out projection + MLP, then the choices only whole decode steps rank,
-// the prefill matmul geometry per shape)
+// then the prefill matmul geometry per shape)
 // on the pack's real weights, within a time budget, and turns the winners into a runtime.json
 // in the seed's format (candidate, knee, flashOptima, dequantVariant, expectedSubgroupSize).
 #pragma once
@@ -54,16 +54,15 @@ struct TuneResult {
     double fused_step_us = 0, unfused_step_us = 0;
   };
   std::optional<MlpPairCheck> mlp_pair_check;
-  // The decode graphs timed over whole decode steps, in two rounds (the one-dispatch layer's best
-  // grids x qkv rows inside the attention or not [+ the fused MLP with --allow-mlp-pair]; then the
-  // head's best geometries): median GPU step of each.
+  // The decode graphs timed over whole decode steps, one round per choice (the one-dispatch
+  // layer's best grids [or the fused MLP with --allow-mlp-pair], the head's best geometries, the
+  // one-block attention's best widths): median GPU step of each.
   struct StepCheck {
     uint32_t context = 0;
     std::vector<std::pair<std::string, double>> tried;  // graph, step us
     std::vector<std::string> chosen;  // each round's fastest
   };
   std::optional<StepCheck> step_check;
-  std::optional<bool> qkv_in_attention;  // candidate qkvInAttention, where the step check decided it
   std::string mlp_note;       // why the MLP was (not) searched
   std::vector<MatmulShapeResult> prefill;  // prefill matmul geometry per shape (candidate prefillMatmul)
   std::vector<std::string> unavailable;  // options not searchable here (f16 paths)
