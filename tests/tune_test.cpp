@@ -416,7 +416,7 @@ TEST(Tune, ResidualMlpSearchChecksEveryGrid) {
 // down products, which stays within f16's tolerance of the f32 output and wins only by time.
 TEST(Tune, MlpSearchTriesF16DownProductsAtTheBestGeometry) {
   auto& dev = test::test_device();
-  ASSERT_TRUE(dev.has_f16());
+  if (!dev.has_f16()) GTEST_SKIP() << "this adapter has no shader-f16 (lavapipe, i.e. CI, has it)";
   tune::KernelTimer timer(dev, test::test_kernels(), 0, 1);
   formats::LlmShape shape;
   shape.layer_types = {formats::LayerType::Conv};

@@ -1,5 +1,5 @@
 # Sourced by scripts/device_run.sh: `run:bench/ab/2026-12-06_steps.sh` (seventeenth session).
-# The tuner's whole-step rounds (the one-dispatch layer's 5 fastest grids, the head's 3 fastest
+# Run 2 of the seventeenth session adds a warm-up before the whole-step timing. The tuner's whole-step rounds (the one-dispatch layer's 5 fastest grids, the head's 3 fastest
 # geometries, the one-block attention's 3 fastest widths, each round timed over whole decode steps).
 # Two fresh tunes against the H100 tune of 2026-12-06 (2,647-2,673 tok/s at ctx 128 this session)
 # and the same with a 256-thread attention (2,685-2,690 in the fifteenth session). Prediction: both

@@ -25,7 +25,8 @@ std::vector<double> decode_step_gpu_us(llm::Lfm2Model& model, std::span<const ui
 
 // The median GPU step of `pack`'s weights (already on the GPU: `weights`) under each of `files`'
 // kernel choices, at `context` positions over `steps` steps (random ids). The models are timed in
-// turn, twice, so that a drift of the clocks meets each of them alike.
+// turn, twice, so that a drift of the clocks meets each of them alike, after untimed steps that
+// bring the clocks up.
 std::vector<double> median_decode_steps(const formats::LlmPack& pack, std::shared_ptr<const llm::Lfm2Weights> weights,
                                         gpu::KernelCache& kernels, const std::vector<formats::RuntimeFile>& files, uint32_t context,
                                         uint32_t steps);
