@@ -7,6 +7,10 @@
 #include <fstream>
 #include <string>
 #include <system_error>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -36,19 +40,55 @@ inline TestPackDirs& test_pack_dirs() {
   return dirs;
 }
 
-// Synthesizes and packs `preset` ("tiny" or "seed") once per (preset, seed) and process into a
-// temp dir (root/hf, root/pack), removed at exit.
+// Synthesizes `preset` and packs it with the real converter into root/hf and root/pack.
+inline std::filesystem::path make_lfm2_test_pack(const std::string& preset, uint64_t seed, const std::filesystem::path& root) {
+  formats::Lfm2SynthOptions so;
+  so.seed = seed;
+  formats::synth_lfm2_checkpoint(formats::lfm2_preset(preset), root / "hf", so);
+  formats::pack_lfm2(root / "hf", root / "pack");
+  return root / "pack";
+}
+
+// The seed-shape pack (1.1 GB with its checkpoint, ~25 s of CPU to make) is made once per build of
+// the test binary, next to it in test_cache/<the binary's mtime>/, and shared by the processes
+// ctest starts (one per test); a new build's first use removes the older builds' packs. Null when
+// the cache cannot be written.
+inline std::filesystem::path shared_lfm2_test_pack(const std::string& preset, uint64_t seed) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  const fs::path cache = exe.parent_path() / "test_cache";
+  const fs::path build = cache / std::to_string(fs::last_write_time(exe, ec).time_since_epoch().count());
+  const fs::path root = build / (preset + "_" + std::to_string(seed));
+  if (fs::exists(root / "pack" / "runtime.json")) return root / "pack";
+  if (!fs::create_directories(build, ec) && ec) return {};
+  for (const auto& old : fs::directory_iterator(cache, ec))
+    if (old.path() != build) fs::remove_all(old.path(), ec);
+  // One process makes it while the others wait (the lock goes with the descriptor at exit).
+  const int lock = ::open((build / (".lock_" + preset + "_" + std::to_string(seed))).c_str(), O_CREAT | O_RDWR, 0644);
+  if (lock < 0 || ::flock(lock, LOCK_EX) != 0) return {};
+  if (!fs::exists(root / "pack" / "runtime.json")) {
+    const fs::path tmp = build / (".making_" + preset + "_" + std::to_string(seed) + "_" + std::to_string(getpid()));
+    test_pack_dirs().roots.push_back(tmp);  // gone at exit if making it fails
+    make_lfm2_test_pack(preset, seed, tmp);
+    fs::rename(tmp, root);
+  }
+  ::close(lock);
+  return root / "pack";
+}
+
+// A pack of `preset` ("tiny" or "seed") for `seed`, made once per process (the seed shape: once
+// per test binary, see above) in a temp dir (root/hf, root/pack) removed at exit.
 inline std::filesystem::path lfm2_test_pack(const std::string& preset, uint64_t seed = 7) {
   namespace fs = std::filesystem;
+  if (preset == "seed")
+    if (fs::path shared = shared_lfm2_test_pack(preset, seed); !shared.empty()) return shared;
   fs::path root = fs::temp_directory_path() / ("ember_lfm2_" + preset + "_" + std::to_string(seed) + "_" + std::to_string(getpid()));
   fs::path pack = root / "pack";
   if (fs::exists(pack / "runtime.json")) return pack;
   test_pack_dirs().roots.push_back(root);
-  formats::Lfm2SynthOptions so;
-  so.seed = seed;
-  formats::synth_lfm2_checkpoint(formats::lfm2_preset(preset), root / "hf", so);
-  formats::pack_lfm2(root / "hf", pack);
-  return pack;
+  return make_lfm2_test_pack(preset, seed, root);
 }
 
 // Copies a pack with candidate fields replaced (e.g. {"mlpPair": true}), into `dir`.

@@ -1,4 +1,6 @@
 # Sourced by scripts/device_run.sh: `run:bench/ab/2026-12-06_qkv.sh` (seventeenth session).
+# (The qkvInAttention key was reverted after this run: measured 30% slower a step. On main the key is
+# unknown and ignored, so the on/off rows would be the same graph.)
 # 1. The qkv rows inside the one-block attention (qkvInAttention), on the H100 tune of 2026-12-06
 #    (residualMlpWorkgroups 256): off (= main before), on, off again. Prediction: -6 dispatches,
 #    ~-25 us a step at ctx 128 (2,673 -> ~2,850 tok/s on an H100); ctx 2048 unchanged (blocks > 1).
