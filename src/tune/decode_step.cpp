@@ -70,15 +70,16 @@ std::vector<double> median_decode_steps(const formats::LlmPack& pack, std::share
   // Warm-up, not counted: the GPU idles while the models are built (pipeline compiles), and on an
   // H100 the graphs timed right after read 1.4-2x slow, decreasing in timing order, for over a
   // second (the clocks ramping; two passes agreeing within 2% were not enough). Decode steps of
-  // the first model for at least 1.5 s (a CPU adapter has no clocks to ramp) and until two passes
-  // agree within 2%, at most 3 s.
+  // the first model for at least 1.5 s and until two passes agree within 2%, at most 3 s. A CPU
+  // adapter has no clocks to ramp (and on a loaded CPU passes rarely agree): none there.
   using SteadyClock = std::chrono::steady_clock;
   const auto start = SteadyClock::now();
-  const auto warm_min = start + std::chrono::milliseconds(kernels.device().adapter().type == "CPU" ? 0 : 1500);
-  for (double last = 0;;) {
+  for (double last = 0; kernels.device().adapter().type != "CPU";) {
     const double m = median(decode_step_gpu_us(*models.front(), context_ids, next_ids));
     const auto now = SteadyClock::now();
-    if ((now >= warm_min && last > 0 && std::abs(m - last) <= 0.02 * last) || now >= start + std::chrono::seconds(3)) break;
+    if ((now >= start + std::chrono::milliseconds(1500) && last > 0 && std::abs(m - last) <= 0.02 * last) ||
+        now >= start + std::chrono::seconds(3))
+      break;
     last = m;
   }
   std::vector<std::vector<double>> us(files.size());

@@ -88,6 +88,7 @@ nlohmann::json MatvecShapeResult::to_json() const {
                       {"speedup", best.us > 0 ? reference.us / best.us : 0.0},
                       {"best_gbps", best.us > 0 ? shape.bytes() / (best.us * 1e3) : 0.0},
                       {"input", res_input_json(input)},
+                      {"step_choice", step_choice ? step_choice->config.to_json() : nlohmann::json()},
                       {"knee", MatvecConfigChoice{best.config.variant, knee}.to_json()},
                       {"tried", tried},
                       {"rejected", rejected},

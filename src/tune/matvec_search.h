@@ -55,6 +55,10 @@ struct MatvecShapeResult {
   int tried = 0, rejected = 0, invalid = 0;
   bool budget_hit = false;
   std::vector<MatvecMeasurement> timed;  // every usable configuration measured, fastest first
+  // Where whole decode steps ranked this shape (the tuner's head round) and chose another than
+  // `best`: that one, which runtime.json gets.
+  std::optional<MatvecMeasurement> step_choice;
+  const MatvecMeasurement& chosen() const { return step_choice ? *step_choice : best; }
   nlohmann::json to_json() const;
 };
 

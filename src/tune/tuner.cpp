@@ -78,8 +78,8 @@ formats::RuntimeFile tuned_file(const formats::RuntimeFile& input, const TuneRes
   std::map<std::string, int> wins;
   for (const auto& r : res.matvec) {
     formats::MatvecChoice mc;
-    mc.geometry = to_format(r.best.config.geometry);
-    mc.variant = kernels::q4_variant_name(r.best.config.variant);
+    mc.geometry = to_format(r.chosen().config.geometry);
+    mc.variant = kernels::q4_variant_name(r.chosen().config.variant);
     wins[mc.variant] += 1;
     auto it = std::find_if(c.matvec.begin(), c.matvec.end(), [&](const auto& e) { return e.first == r.shape.key; });
     if (it != c.matvec.end()) it->second = mc;
@@ -309,8 +309,12 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
     const uint32_t context = uint32_t(std::max<int64_t>(1, std::min<int64_t>(kStepCheckContext, llm::Lfm2Model::capacity_of(pack) - steps - 2)));
     formats::RuntimeFile current = tuned_file(pack.file(), res, capacity);
     TuneResult::StepCheck check{context};
+    Clock::duration per_option{};  // what an option cost in the last round (model build and timing)
+    // Rounds after the first start only where they should end by steps_end at the last round's pace.
+    auto fits = [&](size_t options) { return Clock::now() + per_option * int64_t(options) < at(t0, steps_end); };
     auto round = [&](const std::vector<Option>& options) {
       if (options.size() < 2) return;
+      const auto started = Clock::now();
       std::vector<formats::RuntimeFile> files(options.size(), current);
       for (size_t i = 0; i < options.size(); i++) options[i].apply(files[i].candidate);
       const auto us = median_decode_steps(pack, weights, kernels, files, context, steps);
@@ -330,6 +334,7 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
       check.chosen.push_back(options[best].name);
       options[best].commit();
       current = files[best];
+      per_option = (Clock::now() - started) / int64_t(options.size());
     };
     if (!pair_by_step && Clock::now() >= at(t0, steps_end)) {
       res.budget_hit = true;
@@ -376,7 +381,7 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
                        (res.mlp_pair ? "on (down.kquant is the model's down weight)" : "off (down.quant is the model's down weight)");
       // Round 2: the head's fastest geometries alone.
       auto head = std::find_if(res.matvec.begin(), res.matvec.end(), [](const auto& r) { return r.shape.key == "head"; });
-      if (head != res.matvec.end() && Clock::now() < at(t0, steps_end)) {
+      if (head != res.matvec.end() && fits(std::min(head->timed.size(), kStepHeads))) {
         std::vector<Option> heads;
         for (size_t i = 0; i < head->timed.size() && heads.size() < kStepHeads; i++) {
           const MatvecMeasurement m = head->timed[i];
@@ -388,12 +393,14 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
                                  mc.geometry = to_format(m.config.geometry);
                                }
                            },
-                           [m, head] { head->best = m; }});
+                           [m, head] {
+                             if (m.config.describe() != head->best.config.describe()) head->step_choice = m;
+                           }});
         }
         round(heads);
       }
       // Round 3: the one-block attention's fastest widths alone.
-      if (has_attention && Clock::now() < at(t0, steps_end)) {
+      if (has_attention && fits(std::min(res.flash_direct.tried.size(), kStepWidths))) {
         auto widths = res.flash_direct.tried;
         std::sort(widths.begin(), widths.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
         std::vector<Option> attention;
@@ -499,7 +506,8 @@ std::string TuneResult::table() const {
   for (const auto& r : matvec) {
     std::snprintf(line, sizeof line, "%-14s %5ux%-5u %6d %10.2f %10s %10.2f %6.2fx %8.1f  %s\n", r.shape.key.c_str(), r.shape.rows, r.shape.cols,
                   r.tried, r.reference.us, r.input && r.input->us > 0 ? fixed2(r.input->us).c_str() : "-", r.best.us, r.best.us > 0 ? r.reference.us / r.best.us : 0.0,
-                  r.best.us > 0 ? r.shape.bytes() / (r.best.us * 1e3) : 0.0, r.best.config.describe().c_str());
+                  r.best.us > 0 ? r.shape.bytes() / (r.best.us * 1e3) : 0.0,
+                  (r.best.config.describe() + (r.step_choice ? "; by decode steps: " + r.step_choice->config.describe() : "")).c_str());
     out += line;
   }
   for (const auto& p : flash) {
