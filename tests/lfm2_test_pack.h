@@ -7,11 +7,11 @@
 #include <fstream>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
