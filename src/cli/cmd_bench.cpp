@@ -18,17 +18,19 @@ void add_bench_gpu(CLI::App& bench) {
     bool json = false;
     uint64_t mib = 1024;
     int repeats = 7;
+    uint32_t groups = 16384;
   };
   auto o = std::make_shared<Opts>();
   o->gpu.add_to(*cmd);
   cmd->add_flag("--json", o->json, "print JSON");
   cmd->add_option("--mib", o->mib, "size of the buffer read, MiB (capped by the binding limit)");
   cmd->add_option("--repeats", o->repeats, "timed repeats after one warm-up");
+  cmd->add_option("--groups", o->groups, "workgroups (of 256 threads) sharing the read")->capture_default_str();
   cmd->callback([o] {
     o->gpu.device.profiling = true;  // exact timestamps
     gpu::Device device = gpu::Device::open(o->gpu.device);
     gpu::KernelCache kernels(device);
-    tune::Ceilings c = tune::measure_ceilings(device, kernels, o->mib << 20, o->repeats);
+    tune::Ceilings c = tune::measure_ceilings(device, kernels, o->mib << 20, o->repeats, o->groups);
     const auto& a = device.adapter();
     if (o->json) {
       nlohmann::json j = {{"device", a.to_json()}, {"ceilings", c.to_json()}, {"repeats", o->repeats}, {"statistic", "median"}};
@@ -36,7 +38,8 @@ void add_bench_gpu(CLI::App& bench) {
       return;
     }
     std::printf("device: %s (%s, %s)\n", a.name().c_str(), a.backend.c_str(), a.type.c_str());
-    std::printf("read bandwidth       %10.1f GB/s  (%.0f MiB, median of %d)\n", c.read_gbps, c.bytes_read / (1 << 20), o->repeats);
+    std::printf("read bandwidth       %10.1f GB/s  (%.0f MiB in %.1f us, %u workgroups, median of %d)\n", c.read_gbps,
+                c.bytes_read / (1 << 20), c.bytes_read / c.read_gbps / 1e3, c.read_groups, o->repeats);
     std::printf("dispatch, GPU time   %10.2f us    (1000 tiny dispatches in one pass)\n", c.dispatch_gpu_us);
     std::printf("dispatch, CPU cost   %10.2f us    (encode + submit + wait, per dispatch)\n", c.dispatch_cpu_us);
     std::printf("submit + wait        %10.1f us\n", c.submit_wait_us);
@@ -62,6 +65,7 @@ void add_bench_llm(CLI::App& bench) {
   cmd->add_option("--per-submit", o->bench.steps_per_submit, "generator steps recorded into one submit (at most --in-flight)")
       ->check(CLI::Range(1u, llm::Lfm2Model::kStepRing))
       ->capture_default_str();
+  cmd->add_flag("!--no-head-pick", o->bench.head_pick, "greedy ids picked by the sampler's dispatches, not by the decode head (A/B)");
   cmd->add_flag("--profile", o->bench.profile, "per-kernel GPU time of a decode step at each context, vs each kernel's floor");
   cmd->add_option("--ceiling-mib", o->ceiling_mib, "buffer read to measure the bandwidth ceiling, MiB")->capture_default_str();
   cmd->add_flag("--json", o->json, "print JSON");

@@ -24,12 +24,13 @@ double now_us() {
 nlohmann::json Ceilings::to_json() const {
   return {{"read_gbps", read_gbps},
           {"bytes_read", bytes_read},
+          {"read_groups", read_groups},
           {"dispatch_gpu_us", dispatch_gpu_us},
           {"dispatch_cpu_us", dispatch_cpu_us},
           {"submit_wait_us", submit_wait_us}};
 }
 
-Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, uint64_t max_bytes, int repeats) {
+Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, uint64_t max_bytes, int repeats, uint32_t read_groups) {
   if (!device.has_timestamps()) throw Error("measuring ceilings needs timestamp-query", device.adapter().name());
   Ceilings c;
   const uint64_t bytes = std::min<uint64_t>(max_bytes, device.limits().maxStorageBufferBindingSize) & ~uint64_t(255);
@@ -41,7 +42,9 @@ Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, 
     for (uint64_t off = 0; off < bytes; off += chunk.size() * 4)
       device.upload(big, off, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(chunk.data()), std::min<uint64_t>(chunk.size() * 4, bytes - off)));
   }
-  const uint32_t wg = 256, groups = std::min<uint32_t>(16384, device.limits().maxComputeWorkgroupsPerDimension);
+  if (read_groups == 0) throw Error("the read needs at least one workgroup", "ceilings", "pass a positive number of groups");
+  const uint32_t wg = 256, groups = std::min<uint32_t>(read_groups, device.limits().maxComputeWorkgroupsPerDimension);
+  c.read_groups = groups;
   gpu::Buffer sink = device.create_storage(uint64_t(wg) * groups * 4, "ceilings.sink");
   const gpu::Kernel& read = kernels.get({.file = "read_bandwidth.wgsl", .constants = {{"WG", wg}}});
   gpu::BindGroup read_group = kernels.bind(read, {{&big}, {&sink}});

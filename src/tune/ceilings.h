@@ -11,6 +11,7 @@ namespace ember::tune {
 struct Ceilings {
   double read_gbps = 0;           // GPU-timestamp median, grid-stride 16-byte loads
   double bytes_read = 0;          // size of the buffer read
+  uint32_t read_groups = 0;       // workgroups of the read
   double dispatch_gpu_us = 0;     // GPU time per tiny dispatch, many in one pass
   double dispatch_cpu_us = 0;     // CPU encode + submit + wait per dispatch, many in one submit
   double submit_wait_us = 0;      // one tiny submit + wait for completion
@@ -18,8 +19,9 @@ struct Ceilings {
 };
 
 // `max_bytes`: largest buffer to read (capped by the adapter's binding limit). `repeats`: timed
-// runs after a warm-up; medians are reported.
+// runs after a warm-up; medians are reported. `read_groups`: workgroups of 256 threads that share
+// the read (a short read's time depends on it).
 Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, uint64_t max_bytes = 1ull << 30,
-                          int repeats = 7);
+                          int repeats = 7, uint32_t read_groups = 16384);
 
 }  // namespace ember::tune
