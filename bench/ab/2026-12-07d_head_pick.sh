@@ -1,4 +1,5 @@
 # Sourced by scripts/device_run.sh: `run:bench/ab/2026-12-07d_head_pick.sh`. Eighteenth session.
+# Ran on commit ae8d7b2 (bench llm --no-head-pick); the head pick was reverted after run 5 (NOTES).
 # Run 1 (a first design, reverted): the head's last workgroup merged every workgroup's best itself
 # and wrote the id (a counter and tagged words), no sampler dispatch at all: 2,682-2,695 ->
 # 2,535-2,537 tok/s at ctx 128, -5.7%.

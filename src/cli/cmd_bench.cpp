@@ -65,7 +65,6 @@ void add_bench_llm(CLI::App& bench) {
   cmd->add_option("--per-submit", o->bench.steps_per_submit, "generator steps recorded into one submit (at most --in-flight)")
       ->check(CLI::Range(1u, llm::Lfm2Model::kStepRing))
       ->capture_default_str();
-  cmd->add_flag("!--no-head-pick", o->bench.head_pick, "greedy ids picked by the sampler's dispatches, not by the decode head (A/B)");
   cmd->add_flag("--profile", o->bench.profile, "per-kernel GPU time of a decode step at each context, vs each kernel's floor");
   cmd->add_option("--ceiling-mib", o->ceiling_mib, "buffer read to measure the bandwidth ceiling, MiB")->capture_default_str();
   cmd->add_flag("--json", o->json, "print JSON");

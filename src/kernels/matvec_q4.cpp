@@ -11,9 +11,8 @@ namespace {
 struct MatvecParams {
   uint32_t rows, cols, pad;
   float eps;
-  uint32_t argmax_rows, pad1, pad2, pad3;
 };
-static_assert(sizeof(MatvecParams) == 32);
+static_assert(sizeof(MatvecParams) == 16);
 
 // Weight blocks a shared_x lane holds in registers (MAX_HELD in matvec_q4.wgsl).
 constexpr uint32_t kMaxHeldBlocks = 16;
@@ -44,8 +43,7 @@ void check_geometry(const MatvecGeometry& g, const MatvecConfig& config, const g
          "use a smaller workgroupSize");
   const uint32_t reduced_rows = g.rows_per_subgroup * row_sets;
   const bool shared_x = config.variant == Q4Variant::shared_x;
-  uint64_t shared = uint64_t(g.workgroup_size) * reduced_rows * 4 + (shared_x ? uint64_t(config.cols) * 4 : 0) +
-                    (config.argmax ? uint64_t(g.workgroup_size) * 8 : 0);
+  uint64_t shared = uint64_t(g.workgroup_size) * reduced_rows * 4 + (shared_x ? uint64_t(config.cols) * 4 : 0);
   if (shared > lim.maxComputeWorkgroupStorageSize)
     fail((row_sets > 1 ? std::to_string(row_sets) + " * " : "") + "workgroupSize * rowsPerSubgroup" + (shared_x ? " (+ the staged input)" : "") + " needs " +
              std::to_string(shared) + " bytes of workgroup memory, above the device's " + std::to_string(lim.maxComputeWorkgroupStorageSize),
@@ -72,15 +70,6 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
   if (config.gated && config.asymmetric) throw Error("a gated matvec has no zero points", where, "use a symmetric gate_up matrix");
   if (config.conv && (config.gated || config.asymmetric || config.mode == OutputMode::accumulate))
     throw Error("a conv-step matvec is symmetric, not gated, in overwrite mode", where, "use the conv in_proj matrix alone");
-  if (config.argmax && (config.gated || config.conv || config.mode == OutputMode::accumulate))
-    throw Error("an argmax matvec writes plain outputs", where, "use overwrite mode without gated or conv");
-  if (config.argmax) {
-    const uint32_t storage = 4 + config.asymmetric + config.norm_input + 2 * config.prefetch + 1;
-    if (storage > device.limits().maxStorageBuffersPerShaderStage)
-      throw Error("the argmax matvec binds " + std::to_string(storage) + " storage buffers; this device allows " +
-                      std::to_string(device.limits().maxStorageBuffersPerShaderStage),
-                  where, "pick the token with the sampler's two dispatches on this device");
-  }
   if (config.norm_input && !(config.eps > 0)) throw Error("norm epsilon " + std::to_string(config.eps) + " is not positive", where, "pass the model's normEps");
   check_geometry(config.geometry, config, device, where);
   const MatvecGeometry& g = config.geometry;
@@ -103,7 +92,6 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
   if (config.conv) key.defines.insert("CONV");
   if (config.norm_input) key.defines.insert("NORM_INPUT");
   if (config.prefetch) key.defines.insert("PREFETCH");
-  if (config.argmax) key.defines.insert("ARGMAX");
   if (use_subgroups(device, config.reduction, where)) key.defines.insert("SUBGROUPS");
   kernel_ = &kernels.get(key);
   uint32_t max_dim = config.max_workgroups_per_dim ? config.max_workgroups_per_dim : device.limits().maxComputeWorkgroupsPerDimension;
@@ -111,13 +99,8 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
   grid_ = split_grid((uint64_t(config.rows) + per_wg - 1) / per_wg, max_dim, where);
 }
 
-uint32_t MatvecQ4::argmax_partials() const {
-  const uint32_t per_wg = config_.geometry.rows_per_workgroup();
-  return (config_.rows + per_wg - 1) / per_wg;
-}
-
 Bound MatvecQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Binding norm_weight, gpu::Binding conv_taps,
-                     gpu::Binding conv_state, const Q4Matrix* next, const ArgmaxOutput* argmax) const {
+                     gpu::Binding conv_state, const Q4Matrix* next) const {
   const std::string where = kernel_->label();
   check_q4_matrix(w, weight_row_sets(config_) * config_.rows, config_.cols, config_.asymmetric, where);
   if (config_.conv) {
@@ -130,17 +113,8 @@ Bound MatvecQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Bin
   else if (norm_weight.buffer) throw Error("a norm weight was bound to a matvec without norm_input", where, "set MatvecConfig::norm_input");
   require_binding(x, uint64_t(config_.cols) * 4, "x", where);
   require_binding(y, uint64_t(config_.rows) * 4, "y", where);
-  if (config_.argmax != (argmax != nullptr))
-    throw Error(argmax ? "argmax outputs were bound to a matvec without argmax" : "an argmax matvec needs its outputs", where,
-                argmax ? "set MatvecConfig::argmax" : "pass an ArgmaxOutput");
-  if (argmax) {
-    if (argmax->rows == 0 || argmax->rows > config_.rows)
-      throw Error("argmax over " + std::to_string(argmax->rows) + " rows of " + std::to_string(config_.rows), where, "use 1..rows");
-    require_binding(argmax->partials, uint64_t(argmax_partials()) * 8, "argmax partials", where);
-  }
   Bound b;
-  b.params = kernels_.device().create_uniform(MatvecParams{config_.rows, config_.cols, 0, config_.eps, argmax ? argmax->rows : 0, 0, 0, 0},
-                                              "matvec_q4 params");
+  b.params = kernels_.device().create_uniform(MatvecParams{config_.rows, config_.cols, 0, config_.eps}, "matvec_q4 params");
   std::vector<gpu::Binding> bindings{w.quant, w.scales, x, y, {&b.params}};
   if (config_.asymmetric) bindings.push_back(w.zero_points);
   if (config_.norm_input) bindings.push_back(norm_weight);
@@ -162,7 +136,6 @@ Bound MatvecQ4::bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Bin
     bindings.push_back(next->quant);
     bindings.push_back(next->scales);
   }
-  if (argmax) bindings.push_back(argmax->partials);
   b.group = kernels_.bind(*kernel_, bindings);
   b.groups_x = grid.x;
   b.groups_y = grid.y;

@@ -38,19 +38,8 @@ struct MatvecConfig {
   // Extra workgroups read another matrix (bound by bind: the next matvec's weights) into the L2
   // cache while this one runs; the output is unchanged.
   bool prefetch = false;
-  // Argmax epilogue (overwrite mode, not gated or conv): each workgroup of rows also writes the
-  // best of its y[r], r < ArgmaxOutput::rows, as (value, index bits): the sampler's greedy
-  // partials, so a decode head feeds the greedy pick directly (bound by bind).
-  bool argmax = false;
   Reduction reduction = Reduction::best;
   uint32_t max_workgroups_per_dim = 0;  // 0: the device's limit (tests lower it to reach 2D grids)
-};
-
-// An argmax matvec's partials: f32 [argmax_partials()][2], (value, bitcast index) per workgroup of
-// rows; an index 0xffffffff means no candidate.
-struct ArgmaxOutput {
-  gpu::Binding partials;
-  uint32_t rows = 0;  // candidates y[0, rows), at most the matvec's rows
 };
 
 class MatvecQ4 {
@@ -62,13 +51,10 @@ class MatvecQ4 {
   // in accumulate mode); norm_weight [cols] f32 with norm_input (and only then); with conv the
   // taps (f32 [rows][3]) and the state (f32 [rows][2]). Create once per tensor and reuse for
   // every token.
-  // With prefetch, `next` is the matrix to read ahead (its quant and scales); with argmax,
-  // `argmax` says where its partials go.
+  // With prefetch, `next` is the matrix to read ahead (its quant and scales).
   Bound bind(const Q4Matrix& w, gpu::Binding x, gpu::Binding y, gpu::Binding norm_weight = {}, gpu::Binding conv_taps = {},
-             gpu::Binding conv_state = {}, const Q4Matrix* next = nullptr, const ArgmaxOutput* argmax = nullptr) const;
+             gpu::Binding conv_state = {}, const Q4Matrix* next = nullptr) const;
   void record(gpu::Recorder& rec, const Bound& bound) const;
-
-  uint32_t argmax_partials() const;  // workgroups of rows
 
   const gpu::Kernel& kernel() const { return *kernel_; }
   const MatvecConfig& config() const { return config_; }

@@ -35,11 +35,6 @@
 //                bound last) so that it sits in the L2 cache when its own dispatch runs. A decode
 //                step is a chain of latency-bound dispatches that leave memory bandwidth idle;
 //                this turns the next dispatch's memory latency into cache latency.
-//   ARGMAX       (overwrite, not gated or conv) each workgroup of rows also writes the best of its
-//                y[r], r < argmax_rows (the highest, ties to the lower r), to best[2 wg] (value)
-//                and best[2 wg + 1] (the index's bits; 0xffffffff: none): the sampler's greedy
-//                partials (sampler_partials.wgsl), so a decode head feeds the greedy pick without
-//                a dispatch that reads the logits again. Bound after every other binding.
 #if SUBGROUPS
 enable subgroups;
 #endif
@@ -49,10 +44,6 @@ struct Params {
   cols: u32,
   never: u32,  // 0: PREFETCH's guard store (which keeps its loads alive) never runs
   eps: f32,    // NORM_INPUT
-  argmax_rows: u32,  // ARGMAX
-  pad0: u32,
-  pad1: u32,
-  pad2: u32,
 }
 
 #if V3_BOTH
@@ -88,8 +79,8 @@ struct Params {
 #endif
 #endif
 
-// Bound after every other binding: 5 fixed, then zero points, norm weight, conv taps and state,
-// then PREFETCH's two matrices, then ARGMAX's partials.
+#if PREFETCH
+// Bound after every other binding: 5 fixed, then zero points, norm weight, conv taps and state.
 #if ASYMMETRIC
 const N_ASYM = 1u;
 #else
@@ -105,19 +96,9 @@ const N_CONV = 2u;
 #else
 const N_CONV = 0u;
 #endif
-#if PREFETCH
 const PF_SLOT = 5u + N_ASYM + N_NORM + N_CONV;
 @group(0) @binding(PF_SLOT) var<storage, read> pf_quant: array<vec4<u32>>;
 @group(0) @binding(PF_SLOT + 1u) var<storage, read> pf_scales: array<vec4<u32>>;
-#endif
-
-#if ARGMAX
-#if PREFETCH
-const AM_SLOT = PF_SLOT + 2u;
-#else
-const AM_SLOT = 5u + N_ASYM + N_NORM;
-#endif
-@group(0) @binding(AM_SLOT) var<storage, read_write> best: array<f32>;  // [workgroups of rows][2]
 #endif
 
 override WG: u32 = 256u;  // workgroupSize
@@ -271,17 +252,6 @@ fn prefetch(k: u32, li: u32) {
 }
 #endif
 
-#if ARGMAX
-const AM_NEG = -3.0e38;   // sampler_common.wgsl's NEG and NO_ID
-const AM_NONE = 0xffffffffu;
-
-// One candidate per (lane group, row of the group).
-var<workgroup> am_value: array<f32, WG>;
-var<workgroup> am_index: array<u32, WG>;
-
-fn am_better(va: f32, ia: u32, vb: f32, ib: u32) -> bool { return va > vb || (va == vb && ia < ib); }
-#endif
-
 fn load_w_block(r: u32, b: u32) -> vec4<u32> {
   let blk = r * BLOCKS + b;
 #if V3_BOTH
@@ -314,8 +284,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 #endif
   // 2D grids exist only to stay under maxComputeWorkgroupsPerDimension.
   let wg_index = wg.y * nwg.x + wg.x;
-  let row_groups = (p.rows + (WG / L) * RPS - 1u) / ((WG / L) * RPS);
 #if PREFETCH
+  let row_groups = (p.rows + (WG / L) * RPS - 1u) / ((WG / L) * RPS);
   if (wg_index >= row_groups) {  // uniform per workgroup: no barrier is skipped by part of it
     prefetch(wg_index - row_groups, li);
     return;
@@ -432,18 +402,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let count = 1u;
 #endif
   let r = row0 + lane;
-#if ARGMAX
-  if (lane < RPS) {
-    var v = AM_NEG;
-    var i = AM_NONE;
-    if (r < p.argmax_rows) {
-      v = reduced(lane, first, count);
-      i = r;
-    }
-    am_value[group * RPS + lane] = v;
-    am_index[group * RPS + lane] = i;
-  }
-#endif
   if (lane < RPS && r < p.rows) {
     let total = reduced(lane, first, count);
 #if GATED
@@ -465,19 +423,4 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 #endif
 #endif
   }
-#if ARGMAX
-  workgroupBarrier();
-  if (li == 0u && wg_index < row_groups) {
-    var v = AM_NEG;
-    var i = AM_NONE;
-    for (var k = 0u; k < (WG / L) * RPS; k++) {
-      if (am_better(am_value[k], am_index[k], v, i)) {
-        v = am_value[k];
-        i = am_index[k];
-      }
-    }
-    best[2u * wg_index] = v;
-    best[2u * wg_index + 1u] = bitcast<f32>(i);
-  }
-#endif
 }

@@ -44,17 +44,6 @@ void Sampler::record_sample(gpu::Recorder& rec, const Groups& groups) const {
   rec.dispatch(*sample_pick_, groups.sample_pick, 1);
 }
 
-Sampler::Pick Sampler::bind_greedy_pick(gpu::Binding partials, uint32_t count, gpu::Binding tokens, gpu::Binding params) const {
-  if (count == 0) throw Error("a greedy pick over no partials", "Sampler");
-  const auto& c = config_;
-  const gpu::Kernel& k = kernels_.get({.file = "sampler_pick.wgsl",
-                                       .entry = "greedy",
-                                       .constants = {{"WG", double(c.workgroup)}, {"K", double(c.max_top_k)}, {"SORTN", double(c.sort_size)}, {"P", double(count)}}});
-  return {&k, kernels_.bind(k, {partials, tokens, params})};
-}
-
-void Sampler::record(gpu::Recorder& rec, const Pick& pick) const { rec.dispatch(*pick.kernel, pick.group, 1); }
-
 void upload_params(const gpu::Device& device, const gpu::Buffer& buffer, const SamplerParams& params) {
   device.upload(buffer, 0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&params), sizeof params));
 }

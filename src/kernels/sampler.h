@@ -55,15 +55,6 @@ class Sampler {
   Groups bind(gpu::Binding logits, gpu::Binding tokens, gpu::Binding params) const;
   void record_greedy(gpu::Recorder& rec, const Groups& groups) const;
   void record_sample(gpu::Recorder& rec, const Groups& groups) const;
-
-  // The greedy pick alone, over `count` partials another kernel wrote in stage 1's greedy layout
-  // (f32 [count][2]: value, bitcast id; e.g. a decode head's argmax epilogue, matvec_q4.h).
-  struct Pick {
-    const gpu::Kernel* kernel = nullptr;
-    gpu::BindGroup group;
-  };
-  Pick bind_greedy_pick(gpu::Binding partials, uint32_t count, gpu::Binding tokens, gpu::Binding params) const;
-  void record(gpu::Recorder& rec, const Pick& pick) const;
   const SamplerConfig& config() const { return config_; }
 
  private:

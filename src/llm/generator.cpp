@@ -20,12 +20,8 @@ Generator::Generator(Lfm2Model& model, uint32_t sample_vocab)
   sampler_ = std::make_unique<kernels::Sampler>(model.kernels(), sampler_config(sample_vocab_));
   params_stride_ = std::max<uint64_t>(sizeof(kernels::SamplerParams), device.limits().minStorageBufferOffsetAlignment);
   params_ring_ = device.create_storage(Lfm2Model::kStepRing * params_stride_, "sampler.params_ring");
-  for (uint32_t k = 0; k < Lfm2Model::kStepRing; k++) {
-    const gpu::Binding params{&params_ring_, k * params_stride_, sizeof(kernels::SamplerParams)};
-    groups_.push_back(sampler_->bind({&model.logits()}, {&model.tokens()}, params));
-    if (model.greedy_in_head())
-      head_picks_.push_back(sampler_->bind_greedy_pick({&model.greedy_partials()}, model.greedy_partial_count(), {&model.tokens()}, params));
-  }
+  for (uint32_t k = 0; k < Lfm2Model::kStepRing; k++)
+    groups_.push_back(sampler_->bind({&model.logits()}, {&model.tokens()}, {&params_ring_, k * params_stride_, sizeof(kernels::SamplerParams)}));
 }
 
 Generator::~Generator() = default;
@@ -71,18 +67,12 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   const uint32_t capacity = model_.capacity();
   // Step k samples with the parameters at ring slot k % kStepRing, written by a queue write that
   // lands before its submit's commands (no copy in the command stream).
-  // Greedy without a repetition penalty: after the first step the decode head writes the greedy
-  // partials itself, and only the pick follows it.
-  const bool plain_greedy = sampling.greedy() && (sampling.repeat_penalty == 1.0f || sampling.repeat_last_n == 0);
-  const uint32_t head_rows = options.head_pick && plain_greedy && model_.greedy_in_head() ? sample_vocab_ : 0;
   auto record_step = [&](gpu::Recorder& rec, InFlight& f) {
-    const bool head_partials = submitted > 0 && head_rows;
-    if (submitted > 0) model_.record_decode(rec, head_rows);
+    if (submitted > 0) model_.record_decode(rec);
     const uint32_t slot = submitted % Lfm2Model::kStepRing;
     const auto params = sampling.gpu_params(sample_vocab_, model_.position(), submitted);
     device.upload(params_ring_, std::span<const kernels::SamplerParams>(&params, 1), slot * params_stride_);
-    if (head_partials) sampler_->record(rec, head_picks_[slot]);
-    else if (sampling.greedy()) sampler_->record_greedy(rec, groups_[slot]);
+    if (sampling.greedy()) sampler_->record_greedy(rec, groups_[slot]);
     else sampler_->record_sample(rec, groups_[slot]);
     if (logits_bytes) rec.copy(model_.logits(), 0, readback_[f.slot], kIdBytes + f.steps * logits_bytes, logits_bytes);
     f.steps++;

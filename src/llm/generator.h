@@ -31,10 +31,6 @@ struct GenerateOptions {
   // bench/ab/2026-12-06d_h200.sh) 2,613 / 2,653 at 128, 2,367 / 2,399 at 2048. The cost: a stop
   // discards up to in_flight steps (~6 ms of GPU work at 16 on that card) before the next call runs.
   uint32_t steps_per_submit = 8;
-  // Greedy without a repetition penalty: after the first id the decode head writes the greedy
-  // partials itself (matvec_q4.wgsl ARGMAX) and only the sampler's pick runs after it, not its
-  // partials dispatch. Off: both sampler dispatches (an A/B switch for benchmarks; same ids).
-  bool head_pick = true;
   // When set: called with each kept step's logits, f32 [vocab] over the model's whole vocabulary,
   // before on_token for that step. They are the logits the sampler read, before the repetition
   // penalty, temperature and any filtering. Unset, nothing is copied or read back.
@@ -74,7 +70,6 @@ class Generator {
   Lfm2Model& model_;
   std::unique_ptr<kernels::Sampler> sampler_;
   std::vector<kernels::Sampler::Groups> groups_;  // one per params ring slot
-  std::vector<kernels::Sampler::Pick> head_picks_;  // the greedy pick over the head's partials, per slot (greedy_in_head)
   gpu::Buffer params_ring_;  // step k's SamplerParams at slot k % Lfm2Model::kStepRing, params_stride_ apart
   uint64_t params_stride_ = 0;
   std::vector<gpu::Buffer> readback_;  // per submit in flight: its sampled ids, then its logits if asked

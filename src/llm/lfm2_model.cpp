@@ -39,7 +39,6 @@ struct Lfm2Model::Ops {
   std::optional<kernels::MlpQ4> mlp;  // decode under mlp_pair; the ffn norm fused in where norm_fuse
   std::map<std::string, kernels::MatvecQ4> matvec;   // by shape key (decode; the norm/gate fusions applied)
   std::optional<kernels::MatvecQ4> prefill_head;     // the head without prefetch, where decode's prefetches
-  std::optional<kernels::MatvecQ4> greedy_head;      // the decode head that also picks the greedy token (norm_fuse)
   std::map<std::string, kernels::MatmulQ4> matmul;   // by shape key (prefill)
   std::map<uint32_t, kernels::ResidualMlpQ4> residual_mlp;  // by out-projection cols (decode, residual_mlp_)
 };
@@ -327,15 +326,6 @@ void Lfm2Model::build() {
   if (choices_.norm_fuse) {
     head_mv_ = prefill_head.bind(head, {&x_last_}, {&logits_}, {&head_norm_w});
     decode_head_mv_ = o.matvec.at("head").bind(head, {&x_, 0, uint64_t(H) * 4}, {&logits_}, {&head_norm_w}, {}, {}, head_next);  // decode: row 0 is the token
-    kernels::MatvecConfig gc = o.matvec.at("head").config();
-    gc.argmax = true;
-    try {
-      o.greedy_head.emplace(kernels, gc);
-      if (head_next) greedy_head_next_ = *head_next;
-      greedy_partials_ = device.create_storage(uint64_t(o.greedy_head->argmax_partials()) * 8, "decode.greedy_partials");
-    } catch (const Error&) {
-      // A device with too few storage buffers per stage: the sampler's dispatches pick instead.
-    }
   } else {
     head_mv_ = prefill_head.bind(head, {&h_last_}, {&logits_});
   }
@@ -499,28 +489,9 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
   }
 }
 
-bool Lfm2Model::greedy_in_head() const { return ops_->greedy_head.has_value(); }
-uint32_t Lfm2Model::greedy_partial_count() const { return ops_->greedy_head ? ops_->greedy_head->argmax_partials() : 0; }
-
-const kernels::Bound& Lfm2Model::greedy_head_binding(uint32_t rows) {
-  if (greedy_head_rows_ != rows) {
-    const uint32_t H = u32(shape().hidden), V = vocab();
-    const kernels::ArgmaxOutput out{{&greedy_partials_}, rows};
-    const kernels::Q4Matrix* next = greedy_head_next_ ? &*greedy_head_next_ : nullptr;
-    greedy_head_mv_ = ops_->greedy_head->bind(weights_->matrix("head", V, H), {&x_, 0, uint64_t(H) * 4}, {&logits_},
-                                              {&weights_->section("head.norm")}, {}, {}, next, &out);
-    greedy_head_rows_ = rows;
-  }
-  return greedy_head_mv_;
-}
-
-void Lfm2Model::record_head(gpu::Recorder& rec, uint32_t T, bool decode, uint32_t greedy_rows) {
+void Lfm2Model::record_head(gpu::Recorder& rec, uint32_t T, bool decode) {
   // Only the last token's logits are needed: its row goes through the final norm and the head.
   // Decode with norm_fuse: the head matvec norms row 0 of x itself (no copy, no norm dispatch).
-  if (decode && greedy_rows) {
-    ops_->greedy_head->record(rec, greedy_head_binding(greedy_rows));
-    return;
-  }
   if (decode && choices_.norm_fuse) {
     ops_->matvec.at("head").record(rec, decode_head_mv_);
     return;
@@ -584,10 +555,7 @@ void Lfm2Model::prefill_logits(std::span<const uint32_t> ids, const LogitRows& o
   }
 }
 
-void Lfm2Model::record_decode(gpu::Recorder& rec, uint32_t greedy_rows) {
-  if (greedy_rows && !greedy_in_head())
-    throw Error("this model's decode head has no greedy partials on this device", "decode", "use the sampler's two dispatches");
-  if (greedy_rows > vocab()) throw Error("greedy pick over " + std::to_string(greedy_rows) + " of " + std::to_string(vocab()) + " logits", "decode");
+void Lfm2Model::record_decode(gpu::Recorder& rec) {
   if (position_ >= capacity_)
     throw Error("the context is full (" + std::to_string(capacity_) + " positions)", "decode",
                 "start a new conversation or use a pack with a larger maxTotalPositions");
@@ -598,7 +566,7 @@ void Lfm2Model::record_decode(gpu::Recorder& rec, uint32_t greedy_rows) {
   decode_steps_++;  // from 1; wrapping keeps the parity alternating
   decode_embed_.record(rec);  // embeds tokens[position_]; step_ becomes {position_, 1, decode_steps_}
   record_layers(rec, 1, nullptr);
-  record_head(rec, 1, /*decode=*/true, greedy_rows);
+  record_head(rec, 1, /*decode=*/true);
   position_++;
   step_next_ = position_;
   decode_dispatches_ = rec.dispatches() - before;

@@ -84,13 +84,7 @@ class Lfm2Model {
 
   // Records one decode step for the token at tokens()[position()] into `rec`. Leaves the logits
   // in logits(); advances position(). Several steps may go into one submit (up to kStepRing).
-  // With greedy_rows > 0 (where greedy_in_head()), the head also writes the sampler's greedy
-  // partials over logits [0, greedy_rows) to greedy_partials() (one per head workgroup), so the
-  // greedy pick (Sampler::bind_greedy_pick) follows the head without a dispatch of its own.
-  void record_decode(gpu::Recorder& rec, uint32_t greedy_rows = 0);
-  bool greedy_in_head() const;
-  const gpu::Buffer& greedy_partials() const { return greedy_partials_; }
-  uint32_t greedy_partial_count() const;
+  void record_decode(gpu::Recorder& rec);
   // Decode steps one submit may hold: each step's parameters have a slot of their own.
   static constexpr uint32_t kStepRing = 64;
 
@@ -144,8 +138,7 @@ class Lfm2Model {
 
   void upload_step(uint32_t start, uint32_t rows);
   void record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk);
-  void record_head(gpu::Recorder& rec, uint32_t T, bool decode = false, uint32_t greedy_rows = 0);
-  const kernels::Bound& greedy_head_binding(uint32_t rows);
+  void record_head(gpu::Recorder& rec, uint32_t T, bool decode = false);
   const Chunk& chunk_for(uint32_t T);
 
   const gpu::Device& device_;
@@ -174,11 +167,6 @@ class Lfm2Model {
   gpu::Buffer x_, h_, bcx_, qkv_, conv_y_, attn_, gu_, act_, x_last_, h_last_, chunk_ids_;
   gpu::BindGroup head_norm_;
   kernels::Bound head_mv_, decode_head_mv_;
-  // The greedy head's binding for greedy_head_rows_ candidates, its partials, its prefetch matrix.
-  kernels::Bound greedy_head_mv_;
-  gpu::Buffer greedy_partials_;
-  uint32_t greedy_head_rows_ = 0;
-  std::optional<kernels::Q4Matrix> greedy_head_next_;
   kernels::Dispatch decode_embed_;
   gpu::Buffer logits_, tokens_, step_;
   // Decode after the position moved without step_ (a batched step, a reset): the StepParams that

@@ -181,7 +181,6 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
       go.max_tokens = gen + 1;
       go.in_flight = options.in_flight;
       go.steps_per_submit = options.steps_per_submit;
-      go.head_pick = options.head_pick;
       auto st = generator.generate(ids, greedy(), go, [](uint32_t) { return true; });
       // The decode graph alone (no sampler): steps back to back, one submit each. First wall
       // clock, pipelined; then GPU timestamps.
@@ -288,7 +287,7 @@ nlohmann::json LlmBenchResult::to_json() const {
           {"down_copy", down_copy},
           {"prompt_tokens", prompt},
           {"gen_tokens", options.gen},
-          {"in_flight", options.in_flight}, {"steps_per_submit", options.steps_per_submit}, {"head_pick", options.head_pick},
+          {"in_flight", options.in_flight}, {"steps_per_submit", options.steps_per_submit},
           {"ttft_ms", ttft_ms},
           {"prefill_ms", prefill_ms},
           {"prefill_tok_s", prefill_tok_s},

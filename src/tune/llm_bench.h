@@ -25,7 +25,6 @@ struct LlmBenchOptions {
   int repeats = 3;                             // timed runs after one warm-up (medians)
   uint32_t in_flight = llm::GenerateOptions{}.in_flight;                // generator steps submitted ahead
   uint32_t steps_per_submit = llm::GenerateOptions{}.steps_per_submit;  // generator steps per submit
-  bool head_pick = llm::GenerateOptions{}.head_pick;                    // the decode head picks greedy ids
   bool profile = false;                        // per-kernel breakdown of a decode step per context
   uint32_t profile_steps = 4;                  // decode steps the breakdown averages
 };
