@@ -7,9 +7,9 @@
 # (matvec_q4.wgsl ARGMAX: one barrier and a scan of 8 candidates, two plain stores), and the
 # sampler's one-workgroup pick reads those 8,192 partials; the partials dispatch (256 workgroups
 # reading the logits again) is gone. Candidate: this session's fresh H100 tune
-# (bench/ab/h100_tuned_runtime_2026-12-06b.json). Prediction: one dependent stage fewer a token,
+# (bench/results/h100_2026-12-06l/h_tune_runtime.json). Prediction: one dependent stage fewer a token,
 # -3 to -5 us: ~2,690 -> ~2,720 tok/s at ctx 128 (+1%); GPU step (decode graph alone) unchanged.
-with_runtime bench/ab/h100_tuned_runtime_2026-12-06b.json /tmp/hp_pack
+with_runtime bench/results/h100_2026-12-06l/h_tune_runtime.json /tmp/hp_pack
 ember_tests --gtest_filter='MatvecQ4Argmax*:Generate.*:MatvecQ4Fused*' > "$OUT/hp_tests.txt" 2>&1; tail -3 "$OUT/hp_tests.txt"
 for round in 1 2; do
   bench_llm ember /tmp/hp_pack sampler_pick_$round --no-head-pick
