@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "common/atomic_file.h"
+#include "common/error.h"
 #include "gpu_fixture.h"
 #include "lfm2_test_pack.h"
 #include "q4_gpu.h"
@@ -15,6 +16,7 @@
 #include "llm/kernel_choice.h"
 #include "llm/lfm2_model.h"
 #include "llm/lfm2_weights.h"
+#include "tune/ceilings.h"
 #include "tune/check.h"
 #include "tune/flash_search.h"
 #include "tune/llm_bench.h"
@@ -213,6 +215,17 @@ TEST(Tune, CandidateTunedOnAnotherAdapterSaysSo) {
   ASSERT_FALSE(k.warnings.empty());
   EXPECT_NE(k.warnings.front().find("NVIDIA H200"), std::string::npos) << k.warnings.front();
   fs::remove_all(dir);
+}
+
+// bench gpu --groups: the read runs over the grid asked for (short reads depend on it), and a grid
+// of none is a clear error.
+TEST(Ceilings, ReadUsesTheGridAskedFor) {
+  auto c = tune::measure_ceilings(test::test_device(), test::test_kernels(), 1 << 20, 1, 4);
+  EXPECT_EQ(c.read_groups, 4u);
+  EXPECT_EQ(c.bytes_read, double(1 << 20));
+  EXPECT_GT(c.read_gbps, 0.0);
+  EXPECT_EQ(c.to_json()["read_groups"], 4);
+  EXPECT_THROW(tune::measure_ceilings(test::test_device(), test::test_kernels(), 1 << 20, 1, 0), Error);
 }
 
 TEST(BenchLlm, JsonHasTheDocumentedFields) {
