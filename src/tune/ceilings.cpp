@@ -32,6 +32,7 @@ nlohmann::json Ceilings::to_json() const {
 
 Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, uint64_t max_bytes, int repeats, uint32_t read_groups) {
   if (!device.has_timestamps()) throw Error("measuring ceilings needs timestamp-query", device.adapter().name());
+  if (read_groups == 0) throw Error("the read needs at least one workgroup", "ceilings", "pass a positive number of groups");
   Ceilings c;
   const uint64_t bytes = std::min<uint64_t>(max_bytes, device.limits().maxStorageBufferBindingSize) & ~uint64_t(255);
   c.bytes_read = static_cast<double>(bytes);
@@ -42,7 +43,6 @@ Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, 
     for (uint64_t off = 0; off < bytes; off += chunk.size() * 4)
       device.upload(big, off, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(chunk.data()), std::min<uint64_t>(chunk.size() * 4, bytes - off)));
   }
-  if (read_groups == 0) throw Error("the read needs at least one workgroup", "ceilings", "pass a positive number of groups");
   const uint32_t wg = 256, groups = std::min<uint32_t>(read_groups, device.limits().maxComputeWorkgroupsPerDimension);
   c.read_groups = groups;
   gpu::Buffer sink = device.create_storage(uint64_t(wg) * groups * 4, "ceilings.sink");
