@@ -60,8 +60,7 @@ ResidualMlpQ4::ResidualMlpQ4(gpu::KernelCache& kernels, const ResidualMlpConfig&
                                    {"F", c.ffn},
                                    {"CO", c.proj_cols},
                                    {"SPIN", spin_limit},
-                                   {"XS", widest / 4},
-                                   {"NEXT_TILE", c.next_tile ? 1 : 0}}};
+                                   {"XS", widest / 4}}};
   if (use_subgroups(device, c.reduction, where)) key.defines.insert("SUBGROUPS");
   kernel_ = &kernels.get(key);
 }

@@ -18,7 +18,6 @@ struct ResidualMlpConfig {
   uint32_t workgroups = 0;       // the persistent grid (candidate extra key residualMlpWorkgroups)
   uint32_t workgroup_size = 256;
   uint32_t lanes = 32;           // lanes per row: a power of two dividing workgroup_size
-  bool next_tile = false;        // issue the next tile's weight loads before this tile's dots
   float eps = 1e-5f;
   // Loads of one scratch word before a wait gives up and sets the status word (a grid that is not
   // resident). 0: the device's default, 2^20 on a GPU (~1 s on a big one, well past any real wait)

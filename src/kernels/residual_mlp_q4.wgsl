@@ -66,7 +66,6 @@ override CO: u32 = 1024u;      // the out projection's cols (a multiple of 32)
 override SPIN: u32 = 1048576u; // loads of one word before a wait gives up
 override XS: u32 = 640u;       // vec4 of the widest input: max(CO, H, F) / 4
 override RT: u32 = WG / L;     // rows per tile
-override NEXT_TILE: u32 = 0u;  // 1: load the next tile's weights before this tile's dots
 
 const MAX_HELD = 8u;    // weight blocks a lane holds (C++ checks ceil(cols / 32 / L) * rows <= 8)
 const MAX_PIECES = 4u;  // input vec4 a lane waits for per stage (C++ checks F / 4 <= 4 * WG)
@@ -256,30 +255,6 @@ fn group_total(group: u32, j: u32, sgl: u32) -> f32 {
 
 fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
 
-// One tile's weight blocks of this lane, every load issued before any is used.
-struct Held {
-  w: array<vec4<u32>, MAX_HELD>,
-  s: array<f32, MAX_HELD>,
-}
-fn load_tile(s: u32, t: u32, group: u32, lane: u32) -> Held {
-  var held: Held;
-  let row = t * RT + group;
-  let rows = stage_rows(s);
-  let blocks = stage_cols(s) / 32u;
-  let nr = stage_nr(s);
-  for (var i = 0u; i < (blocks + L - 1u) / L; i++) {
-    let b = lane + i * L;
-    for (var j = 0u; j < nr; j++) {
-      if (b < blocks && row < rows) {
-        let blk = (row + j * rows) * blocks + b;  // stage 1: the up row is F rows on
-        held.w[i * nr + j] = load_w(s, blk);
-        held.s[i * nr + j] = load_scale(s, blk);
-      }
-    }
-  }
-  return held;
-}
-
 fn run_stage(s: u32, wg_index: u32, groups: u32, li: u32, sgl: u32) {
   let group = li / L;
   let lane = li % L;
@@ -288,16 +263,23 @@ fn run_stage(s: u32, wg_index: u32, groups: u32, li: u32, sgl: u32) {
   let nr = stage_nr(s);
   let rows = stage_rows(s);
   let tiles = (rows + RT - 1u) / RT;
-  // 1. The first tile's weights into registers (their latency overlaps the wait for the input).
-  var held = load_tile(s, wg_index, group, lane);
   for (var t = wg_index; t < tiles; t += groups) {
     let row = t * RT + group;
+    // 1. This lane's weight blocks of the tile into registers, every load issued before any is used.
+    var held_w: array<vec4<u32>, MAX_HELD>;
+    var held_s: array<f32, MAX_HELD>;
+    for (var i = 0u; i < iters; i++) {
+      let b = lane + i * L;
+      for (var j = 0u; j < nr; j++) {
+        if (b < blocks && row < rows) {
+          let blk = (row + j * rows) * blocks + b;  // stage 1: the up row is F rows on
+          held_w[i * nr + j] = load_w(s, blk);
+          held_s[i * nr + j] = load_scale(s, blk);
+        }
+      }
+    }
     // 2. The stage's input, on the workgroup's first tile of the stage, while those loads are in flight.
     if (t == wg_index) { stage_input(s, li, sgl); }
-    // With NEXT_TILE the next tile's loads are issued before this tile's dots, so a workgroup with
-    // several tiles in a stage waits for memory once, not once a tile.
-    var next: Held;
-    if (NEXT_TILE != 0u && t + groups < tiles) { next = load_tile(s, t + groups, group, lane); }
     // 3. The dots, the lane groups' sums, the outputs.
     var acc = array<f32, 2>(0.0, 0.0);
     for (var i = 0u; i < iters; i++) {
@@ -305,10 +287,10 @@ fn run_stage(s: u32, wg_index: u32, groups: u32, li: u32, sgl: u32) {
       if (b < blocks && row < rows) {
         var xs: array<vec4<f32>, 8>;
         for (var q = 0u; q < 8u; q++) { xs[q] = x_shared[x_slot(b * 8u + q)]; }
-        for (var j = 0u; j < nr; j++) { acc[j] += held.s[i * nr + j] * q4_block_dot(held.w[i * nr + j], xs, 8.0); }
+        for (var j = 0u; j < nr; j++) { acc[j] += held_s[i * nr + j] * q4_block_dot(held_w[i * nr + j], xs, 8.0); }
       }
     }
-  reduce_rows(li, acc[0], acc[1], sgl);
+    reduce_rows(li, acc[0], acc[1], sgl);
     if (lane == 0u && row < rows) {
       let total = group_total(group, 0u, sgl);
       switch s {
@@ -321,7 +303,6 @@ fn run_stage(s: u32, wg_index: u32, groups: u32, li: u32, sgl: u32) {
       }
     }
     workgroupBarrier();  // partials is reused by the next tile
-    if (NEXT_TILE != 0u) { held = next; } else if (t + groups < tiles) { held = load_tile(s, t + groups, group, lane); }
   }
   // Count this workgroup done with stages 0 and 1 (its stores were issued before the barrier).
   if (s < 2u) {

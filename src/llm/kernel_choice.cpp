@@ -1,7 +1,6 @@
 #include "llm/kernel_choice.h"
 
 #include <algorithm>
-#include <bit>
 
 #include "kernels/attention.h"
 
@@ -109,14 +108,6 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
     if (n >= 0 && n <= device.limits().maxComputeWorkgroupsPerDimension) k.residual_mlp_workgroups = c.unfused ? 0 : static_cast<uint32_t>(n);
     else k.warnings.push_back("the candidate's residualMlpWorkgroups (" + it->dump() + ") is not a workgroup count; the fusion stays off");
   }
-  for (auto [key, value] : {std::pair{"residualMlpWorkgroupSize", &k.residual_mlp_workgroup_size}, std::pair{"residualMlpLanes", &k.residual_mlp_lanes}}) {
-    auto it = c.extra.find(key);
-    if (it == c.extra.end()) continue;
-    const int64_t n = it->is_number_integer() ? it->get<int64_t>() : -1;
-    if (n > 0 && n <= 1024 && std::has_single_bit(uint64_t(n))) *value = static_cast<uint32_t>(n);
-    else k.warnings.push_back(std::string("the candidate's ") + key + " (" + it->dump() + ") is not a power of two up to 1024; using the default");
-  }
-  if (auto it = c.extra.find("residualMlpNextTile"); it != c.extra.end() && it->is_boolean()) k.residual_mlp_next_tile = it->get<bool>();
   // The fused MLP decides which down copy is the model: keep that choice whatever the geometry.
   k.mlp_pair = c.mlp_pair && !c.unfused;
   if (c.mlp_slices > 0) k.mlp_slices = static_cast<uint32_t>(c.mlp_slices);

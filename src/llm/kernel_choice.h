@@ -58,12 +58,6 @@ struct KernelChoices {
   // extra key `residualMlpWorkgroups`, written by `ember tune`); 0 = three matvec dispatches. The
   // model checks once on the device that the grid runs all at once, and falls back otherwise.
   uint32_t residual_mlp_workgroups = 0;
-  // Its workgroup size and lanes per weight row (keys `residualMlpWorkgroupSize`, `residualMlpLanes`):
-  // a tile is size / lanes rows, so fewer lanes make fewer, wider tiles per stage.
-  uint32_t residual_mlp_workgroup_size = 256, residual_mlp_lanes = 32;
-  // Whether a workgroup issues its next tile's weight loads before the current tile's dots
-  // (`residualMlpNextTile`).
-  bool residual_mlp_next_tile = false;
   std::vector<std::string> warnings;
 
   // The down copy that is this run's model weight (DESIGN.md "One model, one set of weights").

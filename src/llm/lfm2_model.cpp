@@ -344,13 +344,7 @@ void Lfm2Model::build_residual_mlp() {
     ops_->residual_mlp.clear();
   };
   if (choices_.mlp_pair || !choices_.norm_fuse) return off("needs the unfused MLP path with normFuse");
-  kernels::ResidualMlpConfig rc{.hidden = H,
-                                .ffn = F,
-                                .workgroups = choices_.residual_mlp_workgroups,
-                                .workgroup_size = choices_.residual_mlp_workgroup_size,
-                                .lanes = choices_.residual_mlp_lanes,
-                                .next_tile = choices_.residual_mlp_next_tile,
-                                .eps = static_cast<float>(s.eps())};
+  kernels::ResidualMlpConfig rc{.hidden = H, .ffn = F, .workgroups = choices_.residual_mlp_workgroups, .eps = static_cast<float>(s.eps())};
   try {
     for (const Layer& l : layers_) {
       rc.proj_cols = l.mix_out.cols;
