@@ -91,17 +91,6 @@ TEST(MatvecQ4Fused, NormInputWithZeroPoints) {
       EXPECT_LT(run_fused({false, true}, v, kernels::Reduction::best, g, 1001, 64, true, seed++), test::kF32Tolerance) << name({false, true}, v, kernels::Reduction::best, g);
 }
 
-// The same through strided (rows strided over the grid, x and its norm in each lane group's
-// registers), and a tall seed-width matrix: 4 x blocks a lane at 8 lanes a row.
-TEST(MatvecQ4Fused, StridedNormInputWithZeroPoints) {
-  if (!test::test_device().has_subgroups()) GTEST_SKIP() << "no subgroups";
-  uint32_t seed = 950;
-  for (const auto& g : {MatvecGeometry{128, 8, 8, 1}, MatvecGeometry{64, 4, 3, 2}, MatvecGeometry{256, 8, 4, 1}})
-    EXPECT_LT(run_fused({false, true}, kernels::Q4Variant::strided, kernels::Reduction::best, g, 1001, 64, true, seed++), test::kF32Tolerance)
-        << name({false, true}, kernels::Q4Variant::strided, kernels::Reduction::best, g);
-  EXPECT_LT(run_fused({false, true}, kernels::Q4Variant::strided, kernels::Reduction::best, {256, 8, 4, 1}, 4099, 1024, true, seed++), test::kF32Tolerance);
-}
-
 // Seed shapes: gate_up 2 x 2560 x 1024 gated with the norm, the qkv-like 2048 x 1024 with the norm.
 TEST(MatvecQ4Fused, SeedShapes) {
   EXPECT_LT(run_fused({true, true}, kernels::Q4Variant::v3_both, kernels::Reduction::best, {256, 32, 2, 1}, 2560, 1024, false, 11), test::kF32Tolerance);
@@ -160,17 +149,6 @@ TEST(MatvecQ4Fused, BadOptionsAreClearErrors) {
   EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 64, .norm_input = true, .eps = 0.0f}), Error);
   EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 64, .mode = kernels::OutputMode::accumulate, .conv = true}), Error);
   EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 64, .gated = true, .conv = true}), Error);
-  // strided: no gated or conv output, a row's lanes inside one subgroup, at most 16 rows a lane
-  // group, 4 x blocks and 16 weight blocks a lane.
-  const auto strided = kernels::Q4Variant::strided;
-  EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 64, .variant = strided, .geometry = {64, 4, 1, 1}, .gated = true}), Error);
-  EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 64, .variant = strided, .geometry = {64, 4, 1, 1}, .conv = true}), Error);
-  EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 64, .variant = strided, .geometry = {256, 128, 1, 1}}), Error);
-  EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 64, .variant = strided, .geometry = {64, 4, 17, 1}}), Error);
-  EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 512, .variant = strided, .geometry = {64, 4, 8, 1}}), Error);  // 4 x 8 blocks held
-  EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 1024, .variant = strided, .geometry = {64, 4, 1, 1}}), Error);  // 8 x blocks a lane
-  EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 64, .variant = strided, .geometry = {64, 4, 1, 1}, .reduction = kernels::Reduction::shared}),
-               Error);
   kernels::MatvecQ4 gated(k, {.rows = 8, .cols = 64, .gated = true});
   auto w8 = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(8 * 64, 1), 8, 64));
   auto w16 = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(16 * 64, 2), 16, 64));

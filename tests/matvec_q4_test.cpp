@@ -123,14 +123,6 @@ INSTANTIATE_TEST_SUITE_P(
                                          MatvecGeometry{128, 16, 8, 1})),
     reduction_and_geometry);
 
-// strided: x in registers, rows strided over the grid, reduced inside a subgroup (so a row's lanes
-// fit lavapipe's subgroup of 8): 1 to 8 rows a lane group, one to three x blocks a lane.
-INSTANTIATE_TEST_SUITE_P(Strided, MatvecQ4Test,
-                         ::testing::Combine(::testing::Values(kernels::Q4Variant::strided), ::testing::Values(kernels::Reduction::subgroup),
-                                            ::testing::Values(MatvecGeometry{64, 8, 3, 1}, MatvecGeometry{32, 4, 5, 2}, MatvecGeometry{128, 4, 1, 1},
-                                                              MatvecGeometry{64, 8, 8, 1})),
-                         reduction_and_geometry);
-
 // Accumulate mode (y += W x) for each variant and reduction; its only difference is the store.
 TEST(MatvecQ4Accumulate, AddsIntoY) {
   uint32_t seed = 30;
@@ -140,15 +132,6 @@ TEST(MatvecQ4Accumulate, AddsIntoY) {
         EXPECT_LT(run_matvec({variant, reduction, {256, 32, 3, 1}}, rows, cols, false, kernels::OutputMode::accumulate, seed++),
                   test::kF32Tolerance)
             << rows << "x" << cols;
-}
-
-TEST(MatvecQ4Accumulate, StridedAddsIntoY) {
-  if (!test::test_device().has_subgroups()) GTEST_SKIP() << "no subgroups";
-  uint32_t seed = 40;
-  for (auto [rows, cols] : std::vector<std::pair<uint32_t, uint32_t>>{{7, 64}, {100, 320}})
-    EXPECT_LT(run_matvec({kernels::Q4Variant::strided, kernels::Reduction::best, {64, 8, 3, 1}}, rows, cols, false, kernels::OutputMode::accumulate, seed++),
-              test::kF32Tolerance)
-        << rows << "x" << cols;
 }
 
 // The seed's shapes with the seed candidate's geometries: conv_in_proj-like 1024 -> 3072 is
@@ -221,9 +204,4 @@ TEST(MatvecQ4, PrefetchLeavesTheOutputUnchanged) {
     EXPECT_LT(run_matvec(c, 100, 320, false, kernels::OutputMode::accumulate, seed++, 5, true, 64), test::kF32Tolerance)
         << "2D grid";
   }
-  if (!test::test_device().has_subgroups()) return;
-  const Case strided{kernels::Q4Variant::strided, reduction, {64, 8, 2, 1}};
-  EXPECT_LT(run_matvec(strided, 7, 64, false, kernels::OutputMode::overwrite, seed++, 0, true, 3), test::kF32Tolerance);
-  EXPECT_LT(run_matvec(strided, 33, 96, true, kernels::OutputMode::accumulate, seed++, 0, true, 1000), test::kF32Tolerance);
-  EXPECT_LT(run_matvec(strided, 100, 320, false, kernels::OutputMode::accumulate, seed++, 5, true, 64), test::kF32Tolerance) << "strided, 2D grid";
 }

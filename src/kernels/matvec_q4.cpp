@@ -16,10 +16,6 @@ static_assert(sizeof(MatvecParams) == 16);
 
 // Weight blocks a shared_x lane holds in registers (MAX_HELD in matvec_q4.wgsl).
 constexpr uint32_t kMaxHeldBlocks = 16;
-// strided: rows a lane group makes, and x blocks a lane holds (MAX_XB in matvec_q4_strided.wgsl;
-// its MAX_HELD is kMaxHeldBlocks).
-constexpr uint32_t kMaxStridedRows = 16;
-constexpr uint32_t kMaxStridedXBlocks = 4;
 
 // Weight rows per output row: gate and up (gated), B, C and x (conv step), or one.
 uint32_t weight_row_sets(const MatvecConfig& config) { return config.gated ? 2 : config.conv ? 3 : 1; }
@@ -36,36 +32,15 @@ void check_geometry(const MatvecGeometry& g, const MatvecConfig& config, const g
     fail("workgroupSize " + std::to_string(g.workgroup_size) + " is not a multiple of subgroupSize * subgroupsPerRow = " +
              std::to_string(lanes),
          "pick a workgroupSize that holds whole lane groups");
+  if (g.rows_per_subgroup > 8) fail("rowsPerSubgroup " + std::to_string(g.rows_per_subgroup) + " is above 8", "use 1..8");
+  if (g.rows_per_subgroup > lanes)  // lane r of a group stores row r
+    fail("rowsPerSubgroup " + std::to_string(g.rows_per_subgroup) + " is above the lane group's " + std::to_string(lanes) + " lanes",
+         "use at most subgroupSize x subgroupsPerRow rows");
   const WGPULimits& lim = device.limits();
   if (g.workgroup_size > lim.maxComputeInvocationsPerWorkgroup || g.workgroup_size > lim.maxComputeWorkgroupSizeX)
     fail("workgroupSize " + std::to_string(g.workgroup_size) + " exceeds this device's limit of " +
              std::to_string(lim.maxComputeInvocationsPerWorkgroup) + " invocations",
          "use a smaller workgroupSize");
-  if (config.variant == Q4Variant::strided) {  // rows made one after the other; no workgroup memory
-    if (g.rows_per_subgroup > kMaxStridedRows)
-      fail("rowsPerSubgroup " + std::to_string(g.rows_per_subgroup) + " is above " + std::to_string(kMaxStridedRows) + " for strided",
-           "use 1.." + std::to_string(kMaxStridedRows));
-    if (config.gated || config.conv) fail("strided has no gated or conv output", "use another variant for this matrix");
-    if (!device.has_subgroups() || config.reduction == Reduction::shared)
-      fail("strided reduces rows with subgroup operations, which this device or reduction lacks", "use another variant");
-    if (lanes > device.subgroup_size())
-      fail("strided needs a row's " + std::to_string(lanes) + " lanes inside one subgroup, and this device's subgroups can be as small as " +
-               std::to_string(device.subgroup_size()),
-           "use subgroupSize x subgroupsPerRow <= " + std::to_string(device.subgroup_size()));
-    const uint32_t x_blocks = (config.cols / 32 + lanes - 1) / lanes;
-    if (x_blocks > kMaxStridedXBlocks)
-      fail("strided would hold " + std::to_string(x_blocks) + " blocks of x per lane, above " + std::to_string(kMaxStridedXBlocks),
-           "use more lanes per row or another variant");
-    if (x_blocks * g.rows_per_subgroup > kMaxHeldBlocks)
-      fail("strided would hold " + std::to_string(x_blocks * g.rows_per_subgroup) + " weight blocks per lane (ceil(cols / 32 / lanes) x rows), above " +
-               std::to_string(kMaxHeldBlocks),
-           "use fewer rowsPerSubgroup or more lanes per row");
-    return;
-  }
-  if (g.rows_per_subgroup > 8) fail("rowsPerSubgroup " + std::to_string(g.rows_per_subgroup) + " is above 8", "use 1..8");
-  if (g.rows_per_subgroup > lanes)  // lane r of a group stores row r
-    fail("rowsPerSubgroup " + std::to_string(g.rows_per_subgroup) + " is above the lane group's " + std::to_string(lanes) + " lanes",
-         "use at most subgroupSize x subgroupsPerRow rows");
   const uint32_t reduced_rows = g.rows_per_subgroup * row_sets;
   const bool shared_x = config.variant == Q4Variant::shared_x;
   uint64_t shared = uint64_t(g.workgroup_size) * reduced_rows * 4 + (shared_x ? uint64_t(config.cols) * 4 : 0);
@@ -98,14 +73,13 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
   if (config.norm_input && !(config.eps > 0)) throw Error("norm epsilon " + std::to_string(config.eps) + " is not positive", where, "pass the model's normEps");
   check_geometry(config.geometry, config, device, where);
   const MatvecGeometry& g = config.geometry;
-  const bool strided = config.variant == Q4Variant::strided;
-  gpu::KernelKey key{.file = strided ? "matvec_q4_strided.wgsl" : "matvec_q4.wgsl",
+  gpu::KernelKey key{.file = "matvec_q4.wgsl",
                      .constants = {{"WG", g.workgroup_size},
                                    {"SG", g.subgroup_size},
                                    {"RPS", g.rows_per_subgroup},
                                    {"SPR", g.subgroups_per_row},
                                    {"BLOCKS", config.cols / 32}}};
-  if (config.variant != Q4Variant::carried && !strided) key.defines.insert("V3_BOTH");
+  if (config.variant != Q4Variant::carried) key.defines.insert("V3_BOTH");
   if (config.variant == Q4Variant::shared_x) key.defines.insert("SHARED_X");
   if (config.variant == Q4Variant::split_block) {
     if (g.subgroup_size * g.subgroups_per_row < 8)
@@ -118,7 +92,7 @@ MatvecQ4::MatvecQ4(gpu::KernelCache& kernels, const MatvecConfig& config) : kern
   if (config.conv) key.defines.insert("CONV");
   if (config.norm_input) key.defines.insert("NORM_INPUT");
   if (config.prefetch) key.defines.insert("PREFETCH");
-  if (!strided && use_subgroups(device, config.reduction, where)) key.defines.insert("SUBGROUPS");  // strided always has them
+  if (use_subgroups(device, config.reduction, where)) key.defines.insert("SUBGROUPS");
   kernel_ = &kernels.get(key);
   uint32_t max_dim = config.max_workgroups_per_dim ? config.max_workgroups_per_dim : device.limits().maxComputeWorkgroupsPerDimension;
   uint32_t per_wg = g.rows_per_workgroup();

@@ -228,7 +228,28 @@ fn reduced(j: u32, first: u32, count: u32) -> f32 {
 fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
 
 #if PREFETCH
-#include "matvec_prefetch.wgsl"
+const PF_PER_THREAD = 8u;  // independent 16-byte loads per lane
+
+// Prefetch workgroup k: the quant words first, then the scales, PF_PER_THREAD * WG vec4 each.
+fn prefetch(k: u32, li: u32) {
+  let per_group = WG * PF_PER_THREAD;
+  let nq = arrayLength(&pf_quant);
+  let q_groups = (nq + per_group - 1u) / per_group;
+  var acc = vec4<u32>(0u);
+  if (k < q_groups) {
+    for (var i = 0u; i < PF_PER_THREAD; i++) {
+      let j = k * per_group + i * WG + li;
+      if (j < nq) { acc ^= pf_quant[j]; }
+    }
+  } else {
+    let ns = arrayLength(&pf_scales);
+    for (var i = 0u; i < PF_PER_THREAD; i++) {
+      let j = (k - q_groups) * per_group + i * WG + li;
+      if (j < ns) { acc ^= pf_scales[j]; }
+    }
+  }
+  if (p.never == 1u) { y[0] = f32(acc.x ^ acc.y ^ acc.z ^ acc.w); }
+}
 #endif
 
 fn load_w_block(r: u32, b: u32) -> vec4<u32> {

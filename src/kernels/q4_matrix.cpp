@@ -9,9 +9,8 @@ Q4Variant parse_q4_variant(const std::string& name) {
   if (name == "v3_both") return Q4Variant::v3_both;
   if (name == "split_block") return Q4Variant::split_block;
   if (name == "shared_x") return Q4Variant::shared_x;
-  if (name == "strided") return Q4Variant::strided;
   throw Error("unknown 4-bit matvec variant \"" + name + "\"", "candidate",
-              "use \"carried\", \"v3_both\", \"split_block\", \"shared_x\" or \"strided\"");
+              "use \"carried\", \"v3_both\", \"split_block\" or \"shared_x\"");
 }
 
 const char* q4_variant_name(Q4Variant v) {
@@ -20,7 +19,6 @@ const char* q4_variant_name(Q4Variant v) {
     case Q4Variant::v3_both: return "v3_both";
     case Q4Variant::split_block: return "split_block";
     case Q4Variant::shared_x: return "shared_x";
-    case Q4Variant::strided: return "strided";
   }
   return "carried";
 }

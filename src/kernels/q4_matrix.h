@@ -25,8 +25,8 @@ struct Q4Matrix {
 // ember's two: eight lanes per block reading the input in coalesced 16-byte pieces (split_block),
 // and all of a lane's weight blocks loaded up front while x is staged in workgroup memory
 // (shared_x).
-enum class Q4Variant { carried, v3_both, split_block, shared_x, strided };
-// The candidate's names ("carried", "v3_both", "split_block", "shared_x", "strided"); anything else is an
+enum class Q4Variant { carried, v3_both, split_block, shared_x };
+// The candidate's names ("carried", "v3_both", "split_block", "shared_x"); anything else is an
 // ember::Error.
 Q4Variant parse_q4_variant(const std::string& name);
 const char* q4_variant_name(Q4Variant v);
