@@ -1,4 +1,5 @@
 # Sourced by scripts/device_run.sh: `run:bench/ab/2026-12-08_residual_tiles.sh`. Nineteenth session.
+# Ran on 7432d9f (the keys, reverted in 0bb3976). Results: bench/results/h100_2026-12-06p; NOTES.
 # The one-dispatch residual MLP (residual_mlp_q4.wgsl) with fewer, wider tiles and with the next
 # tile's weight loads issued early. At 256 threads and 32 lanes a row a tile is 8 rows: stage 1
 # (gate_up, ffn 2560 rows) is 320 tiles, so at the tuned grid of 192 workgroups 128 of them run two

@@ -1,4 +1,6 @@
 # Sourced by scripts/device_run.sh: `run:bench/ab/2026-12-08b_strided_head.sh`. Nineteenth session.
+# Ran on f82ef8c (the strided variant, reverted in 74f685b): run 2 the first version (rows one after
+# the other), run 3 every row's loads first. Results: bench/results/h100_2026-12-06q, -r; NOTES.
 # The head as the new "strided" matvec (matvec_q4_strided.wgsl): no workgroup memory, no barrier;
 # each lane group holds x and its norm in registers and makes rowsPerSubgroup rows strided over the
 # grid. The tuned head (shared_x, 8 rows a workgroup: 8,192 workgroups, each staging x and its norm
