@@ -236,11 +236,9 @@ TEST(BenchLlm, JsonHasTheDocumentedFields) {
                         "prefill_gpu_ms", "dispatches_per_token", "weight_bytes_per_token", "down_copy", "contexts"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_GT(j["ttft_ms"].get<double>(), 0);
-  // The first-token warm-up runs for 500 ms of wall time (at least one run): about that many runs
-  // of the timed length, unless one run alone took that long.
-  const int warmup_runs = j["ttft_warmup_runs"].get<int>();
-  EXPECT_GE(warmup_runs, 1);
-  EXPECT_TRUE(warmup_runs == 1 || warmup_runs * j["ttft_ms"].get<double>() >= 250) << warmup_runs << " runs";
+  // The first-token warm-up runs for at least 500 ms of wall time (a fresh GPU clocks up first).
+  EXPECT_GE(j["ttft_warmup_runs"].get<int>(), 1);
+  EXPECT_GE(j["ttft_warmup_ms"].get<double>(), 500.0);
   EXPECT_GT(j["prefill_tok_s"].get<double>(), 0);
   EXPECT_EQ(j["dispatches_per_token"].get<size_t>(), model.decode_dispatches());
   EXPECT_EQ(j["weight_bytes_per_token"].get<uint64_t>(), model.decode_weight_bytes());

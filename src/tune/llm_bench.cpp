@@ -125,6 +125,7 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
     first_token();
     res.ttft_warmup_runs++;
   } while (ms_since(warm_start) < kWarmupMs);
+  res.ttft_warmup_ms = ms_since(warm_start);
   std::vector<double> ttft, prefill;
   for (int r = 0; r < repeats; r++) {
     ttft.push_back(first_token());
@@ -292,6 +293,7 @@ nlohmann::json LlmBenchResult::to_json() const {
           {"repeats", options.repeats},
           {"warmup", 1},  // decode: one run per context; time to first token: ttft_warmup_runs
           {"ttft_warmup_runs", ttft_warmup_runs},
+          {"ttft_warmup_ms", ttft_warmup_ms},
           {"candidate", candidate_key},
           {"down_copy", down_copy},
           {"prompt_tokens", prompt},

@@ -62,7 +62,8 @@ struct LlmBenchResult {
   LlmBenchOptions options;
   uint32_t prompt = 0;                 // prompt tokens actually used (bounded by capacity)
   double ttft_ms = 0;                  // wall: prefill + first sampled id on the CPU (median)
-  int ttft_warmup_runs = 0;            // first-token runs before the timed ones (kWarmupMs of them)
+  int ttft_warmup_runs = 0;            // first-token runs before the timed ones,
+  double ttft_warmup_ms = 0;           // and their wall time (at least kWarmupMs)
   double prefill_ms = 0, prefill_tok_s = 0;  // wall: prefill alone (median)
   double prefill_gpu_ms = -1;          // sum of per-dispatch GPU times of one prefill (-1: not measurable)
   std::string prefill_gpu_note;
