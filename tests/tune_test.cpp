@@ -70,7 +70,7 @@ tune::TuneResult tune_into(const fs::path& dir, double budget, bool allow_mlp_pa
 // bench llm with the per-kernel profile at a test's size: a 12-token prompt, 4 steps, one repeat.
 nlohmann::json small_profiled_bench(llm::Lfm2Model& model, std::vector<uint32_t> contexts) {
   llm::Generator gen(model);
-  auto ceilings = tune::measure_ceilings(test::test_device(), test::test_kernels(), 1 << 20, 1);
+  auto ceilings = tune::measure_ceilings(test::test_device(), test::test_kernels(), {.max_bytes = 1 << 20, .repeats = 1, .stage_groups = 1});
   tune::LlmBenchOptions o;
   o.prompt = 12;
   o.gen = 4;
@@ -220,12 +220,36 @@ TEST(Tune, CandidateTunedOnAnotherAdapterSaysSo) {
 // bench gpu --groups: the read runs over the grid asked for (short reads depend on it), and a grid
 // of none is a clear error.
 TEST(Ceilings, ReadUsesTheGridAskedFor) {
-  auto c = tune::measure_ceilings(test::test_device(), test::test_kernels(), 1 << 20, 1, 4);
+  auto c = tune::measure_ceilings(test::test_device(), test::test_kernels(), {.max_bytes = 1 << 20, .repeats = 1, .read_groups = 4, .stage_groups = 1});
   EXPECT_EQ(c.read_groups, 4u);
   EXPECT_EQ(c.bytes_read, double(1 << 20));
   EXPECT_GT(c.read_gbps, 0.0);
   EXPECT_EQ(c.to_json()["read_groups"], 4);
-  EXPECT_THROW(tune::measure_ceilings(test::test_device(), test::test_kernels(), 1 << 20, 1, 0), Error);
+  EXPECT_THROW(tune::measure_ceilings(test::test_device(), test::test_kernels(), {.max_bytes = 1 << 20, .repeats = 1, .read_groups = 0}), Error);
+}
+
+// bench gpu's dependent stage: every workgroup reads the whole input (out = in / 2 + sum / 4096),
+// whatever the grid, so a chain of them is a chain of dependent stages; its cost is measured.
+TEST(Ceilings, DependentStageReadsTheWholeInput) {
+  auto& dev = test::test_device();
+  const gpu::Kernel& stage = test::test_kernels().get({.file = "dependent_stage.wgsl"});
+  for (uint32_t groups : {1u, 3u, 128u, 300u}) {
+    auto in = test::random_floats(1024, groups);
+    gpu::Buffer a = test::upload_floats(in, "in"), b = test::upload_floats(std::vector<float>(1024, test::kPoison), "out");
+    gpu::Recorder rec(dev);
+    rec.dispatch(stage, test::test_kernels().bind(stage, {{&a}, {&b}}), groups);
+    rec.submit();
+    double sum = 0;
+    for (float v : in) sum += v;
+    std::vector<float> want(1024);
+    for (size_t i = 0; i < want.size(); i++) want[i] = in[i] * 0.5f + static_cast<float>(sum / 4096);
+    EXPECT_LE(test::rel_l2(dev.download_as<float>(b), want), test::kF32Tolerance) << groups << " groups";
+  }
+  auto c = tune::measure_ceilings(dev, test::test_kernels(), {.max_bytes = 1 << 20, .repeats = 1, .stage_groups = 5});
+  EXPECT_EQ(c.stage_groups, 5u);
+  EXPECT_GT(c.stage_gpu_us, 0.0);
+  EXPECT_EQ(c.to_json()["stage_groups"], 5);
+  EXPECT_THROW(tune::measure_ceilings(dev, test::test_kernels(), {.max_bytes = 1 << 20, .repeats = 1, .stage_groups = 0}), Error);
 }
 
 TEST(BenchLlm, JsonHasTheDocumentedFields) {

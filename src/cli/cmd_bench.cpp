@@ -19,6 +19,7 @@ void add_bench_gpu(CLI::App& bench) {
     uint64_t mib = 1024;
     int repeats = 7;
     uint32_t groups = 16384;
+    uint32_t stage_groups = 128;
   };
   auto o = std::make_shared<Opts>();
   o->gpu.add_to(*cmd);
@@ -26,11 +27,13 @@ void add_bench_gpu(CLI::App& bench) {
   cmd->add_option("--mib", o->mib, "size of the buffer read, MiB (capped by the binding limit)");
   cmd->add_option("--repeats", o->repeats, "timed repeats after one warm-up");
   cmd->add_option("--groups", o->groups, "workgroups (of 256 threads) sharing the read")->capture_default_str();
+  cmd->add_option("--stage-groups", o->stage_groups, "workgroups (of 256 threads) of each dependent stage")->capture_default_str();
   cmd->callback([o] {
     o->gpu.device.profiling = true;  // exact timestamps
     gpu::Device device = gpu::Device::open(o->gpu.device);
     gpu::KernelCache kernels(device);
-    tune::Ceilings c = tune::measure_ceilings(device, kernels, o->mib << 20, o->repeats, o->groups);
+    tune::Ceilings c = tune::measure_ceilings(device, kernels,
+                                                {.max_bytes = o->mib << 20, .repeats = o->repeats, .read_groups = o->groups, .stage_groups = o->stage_groups});
     const auto& a = device.adapter();
     if (o->json) {
       nlohmann::json j = {{"device", a.to_json()}, {"ceilings", c.to_json()}, {"repeats", o->repeats}, {"statistic", "median"}};
@@ -41,6 +44,8 @@ void add_bench_gpu(CLI::App& bench) {
     std::printf("read bandwidth       %10.1f GB/s  (%.0f MiB in %.1f us, %u workgroups, median of %d)\n", c.read_gbps,
                 c.bytes_read / (1 << 20), c.bytes_read / c.read_gbps / 1e3, c.read_groups, o->repeats);
     std::printf("dispatch, GPU time   %10.2f us    (1000 tiny dispatches in one pass)\n", c.dispatch_gpu_us);
+    std::printf("dependent stage      %10.2f us    (1000 dispatches of %u workgroups in one pass, each reading the last one's output)\n",
+                c.stage_gpu_us, c.stage_groups);
     std::printf("dispatch, CPU cost   %10.2f us    (encode + submit + wait, per dispatch)\n", c.dispatch_cpu_us);
     std::printf("submit + wait        %10.1f us\n", c.submit_wait_us);
   });
@@ -77,7 +82,7 @@ void add_bench_llm(CLI::App& bench) {
     // seed shape).
     so.model.prefill_chunk = std::max(so.model.prefill_chunk, o->bench.prompt);
     llm::Session session(o->llm.model, so);
-    tune::Ceilings c = tune::measure_ceilings(session.device(), session.model().kernels(), o->ceiling_mib << 20);
+    tune::Ceilings c = tune::measure_ceilings(session.device(), session.model().kernels(), {.max_bytes = o->ceiling_mib << 20});
     tune::LlmBenchResult r = tune::bench_llm(session.model(), session.generator(), c, o->bench);
     r.candidate_key = session.pack().candidate().key;
     if (o->json) std::printf("%s\n", r.to_json().dump(2).c_str());

@@ -19,6 +19,21 @@ double now_us() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// GPU time per dispatch of `n` dispatches recorded by `record` into one pass (median of `repeats`).
+template <class Record>
+double per_dispatch_gpu_us(const gpu::Device& device, int n, int repeats, Record record) {
+  std::vector<double> per;
+  for (int r = 0; r <= repeats; r++) {
+    gpu::Profiler p(device, 4);
+    gpu::Recorder rec(device, &p, gpu::Recorder::Timing::WholeSubmit, "many");
+    for (int i = 0; i < n; i++) record(rec, i);
+    rec.submit();
+    auto regions = p.collect();
+    if (r > 0) per.push_back((regions[0].end_ns - regions[0].begin_ns) / 1e3 / n);
+  }
+  return median(per);
+}
+
 }  // namespace
 
 nlohmann::json Ceilings::to_json() const {
@@ -26,15 +41,19 @@ nlohmann::json Ceilings::to_json() const {
           {"bytes_read", bytes_read},
           {"read_groups", read_groups},
           {"dispatch_gpu_us", dispatch_gpu_us},
+          {"stage_gpu_us", stage_gpu_us},
+          {"stage_groups", stage_groups},
           {"dispatch_cpu_us", dispatch_cpu_us},
           {"submit_wait_us", submit_wait_us}};
 }
 
-Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, uint64_t max_bytes, int repeats, uint32_t read_groups) {
+Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, const CeilingOptions& o) {
   if (!device.has_timestamps()) throw Error("measuring ceilings needs timestamp-query", device.adapter().name());
-  if (read_groups == 0) throw Error("the read needs at least one workgroup", "ceilings", "pass a positive number of groups");
+  if (o.read_groups == 0) throw Error("the read needs at least one workgroup", "ceilings", "pass a positive number of groups");
+  if (o.stage_groups == 0) throw Error("a dependent stage needs at least one workgroup", "ceilings", "pass a positive number of stage groups");
+  const int repeats = o.repeats;
   Ceilings c;
-  const uint64_t bytes = std::min<uint64_t>(max_bytes, device.limits().maxStorageBufferBindingSize) & ~uint64_t(255);
+  const uint64_t bytes = std::min<uint64_t>(o.max_bytes, device.limits().maxStorageBufferBindingSize) & ~uint64_t(255);
   c.bytes_read = static_cast<double>(bytes);
   gpu::Buffer big = device.create_storage(bytes, "ceilings.read");
   {  // fill with non-zero data: zeros can be faster than real data
@@ -43,7 +62,7 @@ Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, 
     for (uint64_t off = 0; off < bytes; off += chunk.size() * 4)
       device.upload(big, off, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(chunk.data()), std::min<uint64_t>(chunk.size() * 4, bytes - off)));
   }
-  const uint32_t wg = 256, groups = std::min<uint32_t>(read_groups, device.limits().maxComputeWorkgroupsPerDimension);
+  const uint32_t wg = 256, groups = std::min<uint32_t>(o.read_groups, device.limits().maxComputeWorkgroupsPerDimension);
   c.read_groups = groups;
   gpu::Buffer sink = device.create_storage(uint64_t(wg) * groups * 4, "ceilings.sink");
   const gpu::Kernel& read = kernels.get({.file = "read_bandwidth.wgsl", .constants = {{"WG", wg}}});
@@ -81,18 +100,17 @@ Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, 
     device.wait_idle();
     if (r > 0) rt_us.push_back(now_us() - t0);
   }
-  // GPU time per dispatch: one pass holding N dispatches, timed at the pass boundaries.
+  // GPU time per dispatch: one pass holding N dispatches, timed at the pass boundaries. The tiny
+  // dispatches are independent of each other; the stages each read what the one before wrote.
+  c.dispatch_gpu_us = per_dispatch_gpu_us(device, n, repeats, [&](gpu::Recorder& rec, int) { rec.dispatch(touch, touch_group, 1); });
   {
-    std::vector<double> per;
-    for (int r = 0; r <= repeats; r++) {
-      gpu::Profiler p(device, 4);
-      gpu::Recorder rec(device, &p, gpu::Recorder::Timing::WholeSubmit, "many");
-      for (int i = 0; i < n; i++) rec.dispatch(touch, touch_group, 1);
-      rec.submit();
-      auto regions = p.collect();
-      if (r > 0) per.push_back((regions[0].end_ns - regions[0].begin_ns) / 1e3 / n);
-    }
-    c.dispatch_gpu_us = median(per);
+    c.stage_groups = std::min<uint32_t>(o.stage_groups, device.limits().maxComputeWorkgroupsPerDimension);
+    gpu::Buffer a = device.create_storage(1024 * 4, "ceilings.stage_a"), b = device.create_storage(1024 * 4, "ceilings.stage_b");
+    const gpu::Kernel& stage = kernels.get({.file = "dependent_stage.wgsl"});
+    gpu::BindGroup a_to_b = kernels.bind(stage, {{&a}, {&b}}), b_to_a = kernels.bind(stage, {{&b}, {&a}});
+    c.stage_gpu_us = per_dispatch_gpu_us(device, n, repeats, [&](gpu::Recorder& rec, int i) {
+      rec.dispatch(stage, i % 2 ? b_to_a : a_to_b, c.stage_groups);
+    });
   }
   c.dispatch_cpu_us = median(cpu_us);
   c.submit_wait_us = median(rt_us);

@@ -13,15 +13,20 @@ struct Ceilings {
   double bytes_read = 0;          // size of the buffer read
   uint32_t read_groups = 0;       // workgroups of the read
   double dispatch_gpu_us = 0;     // GPU time per tiny dispatch, many in one pass
+  double stage_gpu_us = 0;        // GPU time per dependent stage (dependent_stage.wgsl), many in one pass
+  uint32_t stage_groups = 0;      // workgroups of each stage
   double dispatch_cpu_us = 0;     // CPU encode + submit + wait per dispatch, many in one submit
   double submit_wait_us = 0;      // one tiny submit + wait for completion
   nlohmann::json to_json() const;
 };
 
-// `max_bytes`: largest buffer to read (capped by the adapter's binding limit). `repeats`: timed
-// runs after a warm-up; medians are reported. `read_groups`: workgroups of 256 threads that share
-// the read (a short read's time depends on it).
-Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, uint64_t max_bytes = 1ull << 30,
-                          int repeats = 7, uint32_t read_groups = 16384);
+struct CeilingOptions {
+  uint64_t max_bytes = 1ull << 30;  // largest buffer to read (capped by the adapter's binding limit)
+  int repeats = 7;                  // timed runs after a warm-up; medians are reported
+  uint32_t read_groups = 16384;     // workgroups of 256 threads that share the read (a short read's time depends on it)
+  uint32_t stage_groups = 128;      // workgroups of each dependent stage (a decode matvec of 1,024 rows runs ~128)
+};
+
+Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, const CeilingOptions& options = {});
 
 }  // namespace ember::tune
