@@ -229,15 +229,17 @@ TEST(Ceilings, ReadUsesTheGridAskedFor) {
 }
 
 // bench gpu's dependent stage: every workgroup reads the whole input (out = in / 2 + sum / 4096),
-// whatever the grid, so a chain of them is a chain of dependent stages; its cost is measured.
+// whatever the grid, so a chain of them is a chain of dependent stages; its cost is measured, with
+// and without weight bytes.
 TEST(Ceilings, DependentStageReadsTheWholeInput) {
   auto& dev = test::test_device();
   const gpu::Kernel& stage = test::test_kernels().get({.file = "dependent_stage.wgsl"});
   for (uint32_t groups : {1u, 3u, 128u, 300u}) {
     auto in = test::random_floats(1024, groups);
     gpu::Buffer a = test::upload_floats(in, "in"), b = test::upload_floats(std::vector<float>(1024, test::kPoison), "out");
+    gpu::Buffer no_weights = test::upload_floats(std::vector<float>(4, 0.0f), "weights");
     gpu::Recorder rec(dev);
-    rec.dispatch(stage, test::test_kernels().bind(stage, {{&a}, {&b}}), groups);
+    rec.dispatch(stage, test::test_kernels().bind(stage, {{&a}, {&b}, {&no_weights}}), groups);
     rec.submit();
     double sum = 0;
     for (float v : in) sum += v;
@@ -245,8 +247,9 @@ TEST(Ceilings, DependentStageReadsTheWholeInput) {
     for (size_t i = 0; i < want.size(); i++) want[i] = in[i] * 0.5f + static_cast<float>(sum / 4096);
     EXPECT_LE(test::rel_l2(dev.download_as<float>(b), want), test::kF32Tolerance) << groups << " groups";
   }
-  auto c = tune::measure_ceilings(dev, test::test_kernels(), {.max_bytes = 1 << 20, .repeats = 1, .stage_groups = 5});
+  auto c = tune::measure_ceilings(dev, test::test_kernels(), {.max_bytes = 1 << 20, .repeats = 1, .stage_groups = 5, .stage_bytes = 4000});
   EXPECT_EQ(c.stage_groups, 5u);
+  EXPECT_EQ(c.stage_bytes, 4096.0);  // whole 256-byte units, so that every slice is a valid binding offset
   EXPECT_GT(c.stage_gpu_us, 0.0);
   EXPECT_EQ(c.to_json()["stage_groups"], 5);
   EXPECT_THROW(tune::measure_ceilings(dev, test::test_kernels(), {.max_bytes = 1 << 20, .repeats = 1, .stage_groups = 0}), Error);

@@ -20,6 +20,7 @@ void add_bench_gpu(CLI::App& bench) {
     int repeats = 7;
     uint32_t groups = 16384;
     uint32_t stage_groups = 128;
+    uint64_t stage_kib = 0;
   };
   auto o = std::make_shared<Opts>();
   o->gpu.add_to(*cmd);
@@ -28,12 +29,14 @@ void add_bench_gpu(CLI::App& bench) {
   cmd->add_option("--repeats", o->repeats, "timed repeats after one warm-up");
   cmd->add_option("--groups", o->groups, "workgroups (of 256 threads) sharing the read")->capture_default_str();
   cmd->add_option("--stage-groups", o->stage_groups, "workgroups (of 256 threads) of each dependent stage")->capture_default_str();
+  cmd->add_option("--stage-kib", o->stage_kib, "weights each dependent stage also reads, KiB (a new slice each stage)")->capture_default_str();
   cmd->callback([o] {
     o->gpu.device.profiling = true;  // exact timestamps
     gpu::Device device = gpu::Device::open(o->gpu.device);
     gpu::KernelCache kernels(device);
     tune::Ceilings c = tune::measure_ceilings(device, kernels,
-                                                {.max_bytes = o->mib << 20, .repeats = o->repeats, .read_groups = o->groups, .stage_groups = o->stage_groups});
+                                                {.max_bytes = o->mib << 20, .repeats = o->repeats, .read_groups = o->groups, .stage_groups = o->stage_groups,
+                                                 .stage_bytes = o->stage_kib << 10});
     const auto& a = device.adapter();
     if (o->json) {
       nlohmann::json j = {{"device", a.to_json()}, {"ceilings", c.to_json()}, {"repeats", o->repeats}, {"statistic", "median"}};
@@ -44,8 +47,10 @@ void add_bench_gpu(CLI::App& bench) {
     std::printf("read bandwidth       %10.1f GB/s  (%.0f MiB in %.1f us, %u workgroups, median of %d)\n", c.read_gbps,
                 c.bytes_read / (1 << 20), c.bytes_read / c.read_gbps / 1e3, c.read_groups, o->repeats);
     std::printf("dispatch, GPU time   %10.2f us    (1000 tiny dispatches in one pass)\n", c.dispatch_gpu_us);
-    std::printf("dependent stage      %10.2f us    (1000 dispatches of %u workgroups in one pass, each reading the last one's output)\n",
+    std::printf("dependent stage      %10.2f us    (1000 dispatches of %u workgroups in one pass, each reading the last one's output",
                 c.stage_gpu_us, c.stage_groups);
+    if (c.stage_bytes > 0) std::printf(" and %.0f KiB of weights", c.stage_bytes / 1024);
+    std::printf(")\n");
     std::printf("dispatch, CPU cost   %10.2f us    (encode + submit + wait, per dispatch)\n", c.dispatch_cpu_us);
     std::printf("submit + wait        %10.1f us\n", c.submit_wait_us);
   });

@@ -19,6 +19,14 @@ double now_us() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// Zeros can be read faster than real data: what a ceiling reads is filled with a pattern first.
+void fill_nonzero(const gpu::Device& device, const gpu::Buffer& buffer, uint64_t bytes) {
+  std::vector<uint32_t> chunk(1 << 20);
+  for (size_t i = 0; i < chunk.size(); i++) chunk[i] = static_cast<uint32_t>(i * 2654435761u + 1);
+  for (uint64_t off = 0; off < bytes; off += chunk.size() * 4)
+    device.upload(buffer, off, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(chunk.data()), std::min<uint64_t>(chunk.size() * 4, bytes - off)));
+}
+
 // GPU time per dispatch of `n` dispatches recorded by `record` into one pass (median of `repeats`).
 template <class Record>
 double per_dispatch_gpu_us(const gpu::Device& device, int n, int repeats, Record record) {
@@ -43,6 +51,7 @@ nlohmann::json Ceilings::to_json() const {
           {"dispatch_gpu_us", dispatch_gpu_us},
           {"stage_gpu_us", stage_gpu_us},
           {"stage_groups", stage_groups},
+          {"stage_bytes", stage_bytes},
           {"dispatch_cpu_us", dispatch_cpu_us},
           {"submit_wait_us", submit_wait_us}};
 }
@@ -56,12 +65,7 @@ Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, 
   const uint64_t bytes = std::min<uint64_t>(o.max_bytes, device.limits().maxStorageBufferBindingSize) & ~uint64_t(255);
   c.bytes_read = static_cast<double>(bytes);
   gpu::Buffer big = device.create_storage(bytes, "ceilings.read");
-  {  // fill with non-zero data: zeros can be faster than real data
-    std::vector<uint32_t> chunk(1 << 20);
-    for (size_t i = 0; i < chunk.size(); i++) chunk[i] = static_cast<uint32_t>(i * 2654435761u + 1);
-    for (uint64_t off = 0; off < bytes; off += chunk.size() * 4)
-      device.upload(big, off, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(chunk.data()), std::min<uint64_t>(chunk.size() * 4, bytes - off)));
-  }
+  fill_nonzero(device, big, bytes);
   const uint32_t wg = 256, groups = std::min<uint32_t>(o.read_groups, device.limits().maxComputeWorkgroupsPerDimension);
   c.read_groups = groups;
   gpu::Buffer sink = device.create_storage(uint64_t(wg) * groups * 4, "ceilings.sink");
@@ -104,12 +108,24 @@ Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, 
   // dispatches are independent of each other; the stages each read what the one before wrote.
   c.dispatch_gpu_us = per_dispatch_gpu_us(device, n, repeats, [&](gpu::Recorder& rec, int) { rec.dispatch(touch, touch_group, 1); });
   {
+    // Each stage reads the next slice of a ring over 256 MiB (more than any L2), as a decode step
+    // reads each matrix once; an even ring keeps stage i's input and output at i % 2.
     c.stage_groups = std::min<uint32_t>(o.stage_groups, device.limits().maxComputeWorkgroupsPerDimension);
+    const uint64_t slice = (std::min<uint64_t>(o.stage_bytes, 256ull << 20) + 255) & ~uint64_t(255);
+    c.stage_bytes = static_cast<double>(slice);
+    const uint32_t ring = slice ? std::max<uint32_t>(2, static_cast<uint32_t>(std::min<uint64_t>(n, (256ull << 20) / slice)) & ~1u) : 2;
+    gpu::Buffer weights = device.create_storage(std::max<uint64_t>(16, slice * ring), "ceilings.stage_weights");
+    fill_nonzero(device, weights, slice * ring);
     gpu::Buffer a = device.create_storage(1024 * 4, "ceilings.stage_a"), b = device.create_storage(1024 * 4, "ceilings.stage_b");
-    const gpu::Kernel& stage = kernels.get({.file = "dependent_stage.wgsl"});
-    gpu::BindGroup a_to_b = kernels.bind(stage, {{&a}, {&b}}), b_to_a = kernels.bind(stage, {{&b}, {&a}});
+    const gpu::Kernel& stage = kernels.get({.file = "dependent_stage.wgsl", .constants = {{"W4", double(slice / 16)}}});
+    std::vector<gpu::BindGroup> groups;
+    for (uint32_t i = 0; i < ring; i++) {
+      const gpu::Buffer& in = i % 2 ? b : a;
+      const gpu::Buffer& out = i % 2 ? a : b;
+      groups.push_back(kernels.bind(stage, {{&in}, {&out}, {&weights, i * slice, std::max<uint64_t>(16, slice)}}));
+    }
     c.stage_gpu_us = per_dispatch_gpu_us(device, n, repeats, [&](gpu::Recorder& rec, int i) {
-      rec.dispatch(stage, i % 2 ? b_to_a : a_to_b, c.stage_groups);
+      rec.dispatch(stage, groups[i % ring], c.stage_groups);
     });
   }
   c.dispatch_cpu_us = median(cpu_us);

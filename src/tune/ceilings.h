@@ -15,6 +15,7 @@ struct Ceilings {
   double dispatch_gpu_us = 0;     // GPU time per tiny dispatch, many in one pass
   double stage_gpu_us = 0;        // GPU time per dependent stage (dependent_stage.wgsl), many in one pass
   uint32_t stage_groups = 0;      // workgroups of each stage
+  double stage_bytes = 0;         // weight bytes each stage read (from memory: a new slice each stage)
   double dispatch_cpu_us = 0;     // CPU encode + submit + wait per dispatch, many in one submit
   double submit_wait_us = 0;      // one tiny submit + wait for completion
   nlohmann::json to_json() const;
@@ -25,6 +26,7 @@ struct CeilingOptions {
   int repeats = 7;                  // timed runs after a warm-up; medians are reported
   uint32_t read_groups = 16384;     // workgroups of 256 threads that share the read (a short read's time depends on it)
   uint32_t stage_groups = 128;      // workgroups of each dependent stage (a decode matvec of 1,024 rows runs ~128)
+  uint64_t stage_bytes = 0;         // weight bytes each stage reads besides its input (a decode matvec: 0.6-3.3 MB)
 };
 
 Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, const CeilingOptions& options = {});
