@@ -7,8 +7,9 @@
 # Prediction: a dependent stage of 128 workgroups costs 3.5-4.5 us on an H100; if it is >= 4.76 us,
 # 70 stages alone exceed the 333 us of 3,000 tok/s and only fewer stages could reach it. With a
 # matvec's weight bytes (read from memory, a new slice each stage): +0.5-1.5 us.
-# Then the same-machine decode with the eighteenth session's H100 tune, and on an H200 the H200
-# measurement (issue 6).
+# Then the same-machine decode with the eighteenth session's H100 tune. On an H200 the H200
+# measurement (issue 6) comes first.
+if grep -q "H200" "$OUT/devices.json"; then source bench/ab/2026-12-07b_h200.sh; fi
 stage() {  # GROUPS KIB
   ember bench gpu --mib 64 --repeats 9 --stage-groups $1 --stage-kib $2 --json > "$OUT/gpu_stage_$1_$2.json"
   python3 -c "import json,sys; c=json.load(open(sys.argv[1]))['ceilings']; print('stage groups %5d, weights %6.0f KiB: dependent stage %.2f us, tiny dispatch %.2f us, 64 MiB read %.0f GB/s' % (c['stage_groups'], c['stage_bytes'] / 1024, c['stage_gpu_us'], c['dispatch_gpu_us'], c['read_gbps']))" "$OUT/gpu_stage_$1_$2.json"
@@ -21,4 +22,3 @@ stage 8192 41984
 stage 1024 41984
 with_runtime bench/results/h100_2026-12-06l/h_tune_runtime.json /tmp/s_pack
 bench_llm ember /tmp/s_pack main --context 128 2048
-if grep -q "H200" "$OUT/devices.json"; then source bench/ab/2026-12-07b_h200.sh; fi
