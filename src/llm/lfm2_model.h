@@ -106,8 +106,10 @@ class Lfm2Model {
   bool residual_mlp() const { return residual_mlp_; }
   bool residual_mlp_failed() const;
 
-  // Dispatches one decode step records (for benchmarks and floors).
+  // Dispatches one decode step records, and its dependent stages: each dispatch is one, the
+  // one-dispatch residual MLP three (its workgroups hand over twice inside it). For benchmarks and floors.
   size_t decode_dispatches() const { return decode_dispatches_; }
+  size_t decode_stages() const;
   // Dispatches and submits (chunks) the last prefill recorded, all chunks together.
   size_t prefill_dispatches() const { return prefill_dispatches_; }
   size_t prefill_chunks() const { return prefill_chunks_; }

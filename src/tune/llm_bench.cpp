@@ -219,6 +219,11 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
     cb.bandwidth_floor_us = bw > 0 ? cb.bytes / (bw * 1e3) : 0;
     cb.dispatch_floor_us = res.dispatches * ceilings.dispatch_gpu_us;
     cb.floor_us = std::max(cb.bandwidth_floor_us, cb.dispatch_floor_us);
+    // A decode step is a chain: no stage starts before the one before it ends. Each pays at least
+    // the measured cost of a dependent stage, and the bytes at full bandwidth come on top (a short
+    // read never reaches it: bench gpu --stage-kib).
+    res.stages = model.decode_stages();
+    cb.chain_floor_us = res.stages * ceilings.stage_gpu_us + cb.bandwidth_floor_us;
 
     if (options.profile && device.exact_timestamps()) {
       fill_context(model, ids, next);
@@ -274,7 +279,10 @@ nlohmann::json LlmBenchResult::to_json() const {
               {"floor_tok_s", c.floor_us > 0 ? 1e6 / c.floor_us : 0.0},
               {"bandwidth_floor_us", c.bandwidth_floor_us},
               {"dispatch_floor_us", c.dispatch_floor_us},
-              {"gpu_vs_floor", c.floor_us > 0 ? c.step_gpu_us / c.floor_us : 0.0}});
+              {"gpu_vs_floor", c.floor_us > 0 ? c.step_gpu_us / c.floor_us : 0.0},
+              {"chain_floor_us", c.chain_floor_us},
+              {"chain_floor_tok_s", c.chain_floor_us > 0 ? 1e6 / c.chain_floor_us : 0.0},
+              {"gpu_vs_chain_floor", c.chain_floor_us > 0 ? c.step_gpu_us / c.chain_floor_us : 0.0}});
     if (!c.kernels.empty()) {
       nlohmann::json ks = nlohmann::json::array();
       for (const auto& k : c.kernels)
@@ -311,6 +319,7 @@ nlohmann::json LlmBenchResult::to_json() const {
           {"prefill_gpu_tflops", prefill_gpu_ms > 0 ? prefill_flops / (prefill_gpu_ms * 1e9) : 0.0},
           {"prefill_profile", pk},
           {"dispatches_per_token", dispatches},
+          {"stages_per_token", stages},
           {"residual_mlp_workgroups", residual_mlp_workgroups},
           {"weight_bytes_per_token", weight_bytes},
           {"contexts", ctx}};
@@ -320,8 +329,8 @@ std::string LlmBenchResult::table() const {
   std::string out;
   char line[320];
   const std::string name = device.value("device", std::string());
-  std::snprintf(line, sizeof line, "device: %s   candidate %s (down.%s)   read %.1f GB/s, dispatch %.2f us (GPU)\n", name.c_str(),
-                candidate_key.c_str(), down_copy.c_str(), ceilings.read_gbps, ceilings.dispatch_gpu_us);
+  std::snprintf(line, sizeof line, "device: %s   candidate %s (down.%s)   read %.1f GB/s, dispatch %.2f us, dependent stage %.2f us (GPU)\n",
+                name.c_str(), candidate_key.c_str(), down_copy.c_str(), ceilings.read_gbps, ceilings.dispatch_gpu_us, ceilings.stage_gpu_us);
   out += line;
   std::snprintf(line, sizeof line, "prompt %u tokens: time to first token %.2f ms, prefill %.2f ms = %.0f tok/s", prompt, ttft_ms, prefill_ms,
                 prefill_tok_s);
@@ -339,11 +348,11 @@ std::string LlmBenchResult::table() const {
     out += line;
   }
   out += "\n";
-  std::snprintf(line, sizeof line, "per token: %zu dispatches, %.2f MB of weights%s\n", dispatches, weight_bytes / 1e6,
+  std::snprintf(line, sizeof line, "per token: %zu dispatches (%zu dependent stages), %.2f MB of weights%s\n", dispatches, stages, weight_bytes / 1e6,
                 residual_mlp_workgroups ? (", out projection + MLP in one dispatch of " + std::to_string(residual_mlp_workgroups) + " workgroups").c_str() : "");
   out += line;
-  std::snprintf(line, sizeof line, "%8s %6s %10s %10s %10s %10s %9s %9s %10s %7s\n", "context", "steps", "tok/s", "GPU tok/s", "step us", "wall us", "GB/s",
-                "floor us", "floor t/s", "x floor");
+  std::snprintf(line, sizeof line, "%8s %6s %10s %10s %10s %10s %9s %9s %10s %7s %9s %8s\n", "context", "steps", "tok/s", "GPU tok/s", "step us", "wall us",
+                "GB/s", "floor us", "floor t/s", "x floor", "chain us", "x chain");
   out += line;
   for (const auto& c : contexts) {
     if (!c.skipped.empty()) {
@@ -351,9 +360,10 @@ std::string LlmBenchResult::table() const {
       out += line;
       continue;
     }
-    std::snprintf(line, sizeof line, "%8u %6u %10.1f %10.1f %10.2f %10.2f %9.1f %9.2f %10.0f %6.2fx\n", c.context, c.gen, c.decode_tok_s,
-                  c.step_gpu_us > 0 ? 1e6 / c.step_gpu_us : 0.0, c.step_gpu_us, c.step_wall_us, c.achieved_gbps, c.floor_us,
-                  c.floor_us > 0 ? 1e6 / c.floor_us : 0.0, c.floor_us > 0 ? c.step_gpu_us / c.floor_us : 0.0);
+    std::snprintf(line, sizeof line, "%8u %6u %10.1f %10.1f %10.2f %10.2f %9.1f %9.2f %10.0f %6.2fx %9.2f %7.2fx\n", c.context, c.gen,
+                  c.decode_tok_s, c.step_gpu_us > 0 ? 1e6 / c.step_gpu_us : 0.0, c.step_gpu_us, c.step_wall_us, c.achieved_gbps, c.floor_us,
+                  c.floor_us > 0 ? 1e6 / c.floor_us : 0.0, c.floor_us > 0 ? c.step_gpu_us / c.floor_us : 0.0, c.chain_floor_us,
+                  c.chain_floor_us > 0 ? c.step_gpu_us / c.chain_floor_us : 0.0);
     out += line;
   }
   if (!prefill_kernels.empty()) {

@@ -53,6 +53,7 @@ struct ContextBench {
   uint64_t bytes = 0;            // weights + KV cache read by one step at this context
   double achieved_gbps = 0;      // bytes / step_gpu_us
   double floor_us = 0, bandwidth_floor_us = 0, dispatch_floor_us = 0;
+  double chain_floor_us = 0;     // stages x a dependent stage's cost + bandwidth_floor_us (the step's realistic floor)
   std::vector<KernelCost> kernels;  // --profile
 };
 
@@ -72,6 +73,7 @@ struct LlmBenchResult {
   double prefill_tflops = 0;           // prefill_flops / prefill_ms (wall)
   std::vector<PrefillKernelCost> prefill_kernels;  // per-dispatch GPU profile of one prefill
   size_t dispatches = 0;               // per decode step (Lfm2Model::decode_dispatches)
+  size_t stages = 0;                   // dependent stages per decode step (Lfm2Model::decode_stages)
   uint32_t residual_mlp_workgroups = 0;  // the one-dispatch residual MLP's grid (0: off)
   uint64_t weight_bytes = 0;           // per decode step (Lfm2Model::decode_weight_bytes)
   std::string candidate_key, down_copy;
