@@ -53,7 +53,8 @@ nlohmann::json Ceilings::to_json() const {
           {"stage_groups", stage_groups},
           {"stage_bytes", stage_bytes},
           {"dispatch_cpu_us", dispatch_cpu_us},
-          {"submit_wait_us", submit_wait_us}};
+          {"submit_wait_us", submit_wait_us},
+          {"warmup_ms", warmup_ms}};
 }
 
 Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, const CeilingOptions& o) {
@@ -71,6 +72,18 @@ Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, 
   gpu::Buffer sink = device.create_storage(uint64_t(wg) * groups * 4, "ceilings.sink");
   const gpu::Kernel& read = kernels.get({.file = "read_bandwidth.wgsl", .constants = {{"WG", wg}}});
   gpu::BindGroup read_group = kernels.bind(read, {{&big}, {&sink}});
+
+  // A GPU that has sat idle runs at low clocks for a while: the read runs for warmup_ms of wall
+  // time before anything is timed (an H100 that had idled ~40 s read 1.6 TB/s and 6.0 us a tiny
+  // dispatch in `bench llm`, against 3.0 TB/s and 2.1 us in `bench gpu` a minute earlier).
+  const double warm_start = now_us();
+  do {
+    gpu::Recorder rec(device);
+    rec.dispatch(read, read_group, groups, 1, 1, "read");
+    rec.submit();
+    device.wait_idle();
+  } while (now_us() - warm_start < o.warmup_ms * 1e3);
+  c.warmup_ms = (now_us() - warm_start) / 1e3;
 
   gpu::Profiler prof(device, 64);
   std::vector<double> gbps;

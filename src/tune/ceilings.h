@@ -18,6 +18,7 @@ struct Ceilings {
   double stage_bytes = 0;         // weight bytes each stage read (from memory: a new slice each stage)
   double dispatch_cpu_us = 0;     // CPU encode + submit + wait per dispatch, many in one submit
   double submit_wait_us = 0;      // one tiny submit + wait for completion
+  double warmup_ms = 0;           // wall time of the untimed reads first
   nlohmann::json to_json() const;
 };
 
@@ -27,6 +28,7 @@ struct CeilingOptions {
   uint32_t read_groups = 16384;     // workgroups of 256 threads that share the read (a short read's time depends on it)
   uint32_t stage_groups = 128;      // workgroups of each dependent stage (a decode matvec of 1,024 rows runs ~128)
   uint64_t stage_bytes = 0;         // weight bytes each stage reads besides its input (a decode matvec: 0.6-3.3 MB)
+  double warmup_ms = 500;           // untimed reads first, for at least this long: an idle GPU clocks up
 };
 
 Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, const CeilingOptions& options = {});
