@@ -286,14 +286,14 @@ TEST(BenchLlm, JsonHasTheDocumentedFields) {
   ASSERT_EQ(j["contexts"].size(), 2u);
   const auto& c = j["contexts"][0];
   for (const char* k : {"context", "decode_tok_s", "step_gpu_us", "gpu_tok_s", "step_wall_us", "bytes_per_token", "achieved_gbps", "floor_us",
-                        "floor_tok_s", "bandwidth_floor_us", "dispatch_floor_us", "gpu_vs_floor", "chain_floor_us", "chain_floor_tok_s",
-                        "gpu_vs_chain_floor", "profile"})
+                        "floor_tok_s", "bandwidth_floor_us", "dispatch_floor_us", "gpu_vs_floor", "dispatches_per_token", "stages_per_token",
+                        "chain_floor_us", "chain_floor_tok_s", "gpu_vs_chain_floor", "profile"})
     EXPECT_TRUE(c.contains(k)) << k;
   // Without the one-dispatch residual MLP every dispatch is one dependent stage; the chain floor is
   // each stage's measured cost plus the bytes at the read ceiling.
-  EXPECT_EQ(j["stages_per_token"].get<size_t>(), model.decode_dispatches());
+  EXPECT_EQ(c["stages_per_token"].get<size_t>(), c["dispatches_per_token"].get<size_t>());
   EXPECT_NEAR(c["chain_floor_us"].get<double>(),
-              model.decode_dispatches() * j["ceilings"]["stage_gpu_us"].get<double>() + c["bandwidth_floor_us"].get<double>(),
+              c["stages_per_token"].get<double>() * j["ceilings"]["stage_gpu_us"].get<double>() + c["bandwidth_floor_us"].get<double>(),
               1e-9 * c["chain_floor_us"].get<double>());
   EXPECT_GT(c["decode_tok_s"].get<double>(), 0);
   EXPECT_GT(c["step_gpu_us"].get<double>(), 0);
@@ -309,7 +309,7 @@ TEST(BenchLlm, JsonHasTheDocumentedFields) {
   }
   // Every matrix is attributed to its kernel (the norms' weights are not counted).
   EXPECT_GE(profiled_bytes, model.decode_weight_bytes() - uint64_t(model.shape().hidden) * 4 * (2 * model.shape().layers() + 1));
-  EXPECT_EQ(dispatches, double(model.decode_dispatches()));
+  EXPECT_EQ(dispatches, c["dispatches_per_token"].get<double>());
   EXPECT_TRUE(j["contexts"][1].contains("skipped"));
 }
 
@@ -322,7 +322,8 @@ TEST(BenchLlm, ProfileCountsTheResidualMlpWeights) {
   ASSERT_TRUE(model.residual_mlp());
   auto j = small_profiled_bench(model, {8});
   // Its workgroups hand over twice inside the dispatch: three dependent stages a layer.
-  EXPECT_EQ(j["stages_per_token"].get<size_t>(), model.decode_dispatches() + 2 * model.shape().layers());
+  const auto& c = j["contexts"][0];
+  EXPECT_EQ(c["stages_per_token"].get<size_t>(), c["dispatches_per_token"].get<size_t>() + 2 * model.shape().layers());
   uint64_t profiled = 0, residual = 0;
   for (const auto& k : j["contexts"][0]["profile"]) {
     profiled += k["bytes"].get<uint64_t>();

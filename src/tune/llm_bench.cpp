@@ -212,18 +212,19 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
     cb.decode_tok_s = median(tok_s);
     cb.step_gpu_us = median(gpu_us);
     cb.step_wall_us = median(wall_us);
-    res.dispatches = model.decode_dispatches();
+    cb.dispatches = model.decode_dispatches();
+    cb.stages = model.decode_stages();
+    res.dispatches = cb.dispatches;
     res.weight_bytes = model.decode_weight_bytes();
     cb.bytes = res.weight_bytes + kv_bytes(model, context + gen / 2);
     cb.achieved_gbps = cb.step_gpu_us > 0 ? cb.bytes / (cb.step_gpu_us * 1e3) : 0;
     cb.bandwidth_floor_us = bw > 0 ? cb.bytes / (bw * 1e3) : 0;
-    cb.dispatch_floor_us = res.dispatches * ceilings.dispatch_gpu_us;
+    cb.dispatch_floor_us = cb.dispatches * ceilings.dispatch_gpu_us;
     cb.floor_us = std::max(cb.bandwidth_floor_us, cb.dispatch_floor_us);
     // A decode step is a chain: no stage starts before the one before it ends. Each pays at least
     // the measured cost of a dependent stage, and the bytes at full bandwidth come on top (a short
     // read never reaches it: bench gpu --stage-kib).
-    res.stages = model.decode_stages();
-    cb.chain_floor_us = res.stages * ceilings.stage_gpu_us + cb.bandwidth_floor_us;
+    cb.chain_floor_us = cb.stages * ceilings.stage_gpu_us + cb.bandwidth_floor_us;
 
     if (options.profile && device.exact_timestamps()) {
       fill_context(model, ids, next);
@@ -270,6 +271,8 @@ nlohmann::json LlmBenchResult::to_json() const {
       continue;
     }
     j.update({{"decode_tok_s", c.decode_tok_s},
+              {"dispatches_per_token", c.dispatches},
+              {"stages_per_token", c.stages},
               {"step_gpu_us", c.step_gpu_us},
               {"gpu_tok_s", c.step_gpu_us > 0 ? 1e6 / c.step_gpu_us : 0.0},
               {"step_wall_us", c.step_wall_us},
@@ -319,7 +322,6 @@ nlohmann::json LlmBenchResult::to_json() const {
           {"prefill_gpu_tflops", prefill_gpu_ms > 0 ? prefill_flops / (prefill_gpu_ms * 1e9) : 0.0},
           {"prefill_profile", pk},
           {"dispatches_per_token", dispatches},
-          {"stages_per_token", stages},
           {"residual_mlp_workgroups", residual_mlp_workgroups},
           {"weight_bytes_per_token", weight_bytes},
           {"contexts", ctx}};
@@ -348,11 +350,11 @@ std::string LlmBenchResult::table() const {
     out += line;
   }
   out += "\n";
-  std::snprintf(line, sizeof line, "per token: %zu dispatches (%zu dependent stages), %.2f MB of weights%s\n", dispatches, stages, weight_bytes / 1e6,
+  std::snprintf(line, sizeof line, "per token: %.2f MB of weights%s\n", weight_bytes / 1e6,
                 residual_mlp_workgroups ? (", out projection + MLP in one dispatch of " + std::to_string(residual_mlp_workgroups) + " workgroups").c_str() : "");
   out += line;
-  std::snprintf(line, sizeof line, "%8s %6s %10s %10s %10s %10s %9s %9s %10s %7s %9s %8s\n", "context", "steps", "tok/s", "GPU tok/s", "step us", "wall us",
-                "GB/s", "floor us", "floor t/s", "x floor", "chain us", "x chain");
+  std::snprintf(line, sizeof line, "%8s %6s %10s %10s %10s %10s %9s %9s %10s %7s %6s %9s %8s\n", "context", "steps", "tok/s", "GPU tok/s", "step us",
+                "wall us", "GB/s", "floor us", "floor t/s", "x floor", "stages", "chain us", "x chain");
   out += line;
   for (const auto& c : contexts) {
     if (!c.skipped.empty()) {
@@ -360,9 +362,9 @@ std::string LlmBenchResult::table() const {
       out += line;
       continue;
     }
-    std::snprintf(line, sizeof line, "%8u %6u %10.1f %10.1f %10.2f %10.2f %9.1f %9.2f %10.0f %6.2fx %9.2f %7.2fx\n", c.context, c.gen,
+    std::snprintf(line, sizeof line, "%8u %6u %10.1f %10.1f %10.2f %10.2f %9.1f %9.2f %10.0f %6.2fx %6zu %9.2f %7.2fx\n", c.context, c.gen,
                   c.decode_tok_s, c.step_gpu_us > 0 ? 1e6 / c.step_gpu_us : 0.0, c.step_gpu_us, c.step_wall_us, c.achieved_gbps, c.floor_us,
-                  c.floor_us > 0 ? 1e6 / c.floor_us : 0.0, c.floor_us > 0 ? c.step_gpu_us / c.floor_us : 0.0, c.chain_floor_us,
+                  c.floor_us > 0 ? 1e6 / c.floor_us : 0.0, c.floor_us > 0 ? c.step_gpu_us / c.floor_us : 0.0, c.stages, c.chain_floor_us,
                   c.chain_floor_us > 0 ? c.step_gpu_us / c.chain_floor_us : 0.0);
     out += line;
   }

@@ -50,6 +50,8 @@ struct ContextBench {
   double decode_tok_s = 0;       // generator wall clock (sampling included), median
   double step_gpu_us = 0;        // GPU time of one decode step (no sampler), timestamps, median
   double step_wall_us = 0;       // wall clock per step when steps are submitted back to back (no sampler)
+  size_t dispatches = 0;         // per decode step at this context (flash-decoding adds some at long ones)
+  size_t stages = 0;             // dependent stages per decode step (Lfm2Model::decode_stages)
   uint64_t bytes = 0;            // weights + KV cache read by one step at this context
   double achieved_gbps = 0;      // bytes / step_gpu_us
   double floor_us = 0, bandwidth_floor_us = 0, dispatch_floor_us = 0;
@@ -72,8 +74,7 @@ struct LlmBenchResult {
   double prefill_flops = 0;            // matmuls + causal attention + the head for the last token
   double prefill_tflops = 0;           // prefill_flops / prefill_ms (wall)
   std::vector<PrefillKernelCost> prefill_kernels;  // per-dispatch GPU profile of one prefill
-  size_t dispatches = 0;               // per decode step (Lfm2Model::decode_dispatches)
-  size_t stages = 0;                   // dependent stages per decode step (Lfm2Model::decode_stages)
+  size_t dispatches = 0;               // per decode step at the last context (Lfm2Model::decode_dispatches)
   uint32_t residual_mlp_workgroups = 0;  // the one-dispatch residual MLP's grid (0: off)
   uint64_t weight_bytes = 0;           // per decode step (Lfm2Model::decode_weight_bytes)
   std::string candidate_key, down_copy;
