@@ -27,17 +27,25 @@ void fill_nonzero(const gpu::Device& device, const gpu::Buffer& buffer, uint64_t
     device.upload(buffer, off, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(chunk.data()), std::min<uint64_t>(chunk.size() * 4, bytes - off)));
 }
 
-// GPU time per dispatch of `n` dispatches recorded by `record` into one pass (median of `repeats`).
+// GPU time per dispatch of many dispatches recorded by `record` into one pass, timed at the pass
+// boundaries (median of `repeats`). As many as fill ~4 ms, from 10 to 1,000: a big GPU runs 1,000
+// (the pass's own cost then vanishes), the CPU adapter a few (its stages take milliseconds).
 template <class Record>
-double per_dispatch_gpu_us(const gpu::Device& device, int n, int repeats, Record record) {
-  std::vector<double> per;
-  for (int r = 0; r <= repeats; r++) {
+double per_dispatch_gpu_us(const gpu::Device& device, int repeats, Record record) {
+  auto pass_us = [&](int n) {
     gpu::Profiler p(device, 4);
     gpu::Recorder rec(device, &p, gpu::Recorder::Timing::WholeSubmit, "many");
     for (int i = 0; i < n; i++) record(rec, i);
     rec.submit();
     auto regions = p.collect();
-    if (r > 0) per.push_back((regions[0].end_ns - regions[0].begin_ns) / 1e3 / n);
+    return (regions[0].end_ns - regions[0].begin_ns) / 1e3;
+  };
+  const int probe = 10;
+  const int n = std::clamp(static_cast<int>(4000 / std::max(pass_us(probe) / probe, 1e-3)), probe, 1000);
+  std::vector<double> per;
+  for (int r = 0; r <= repeats; r++) {
+    const double us = pass_us(n);
+    if (r > 0) per.push_back(us / n);
   }
   return median(per);
 }
@@ -119,14 +127,14 @@ Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, 
   }
   // GPU time per dispatch: one pass holding N dispatches, timed at the pass boundaries. The tiny
   // dispatches are independent of each other; the stages each read what the one before wrote.
-  c.dispatch_gpu_us = per_dispatch_gpu_us(device, n, repeats, [&](gpu::Recorder& rec, int) { rec.dispatch(touch, touch_group, 1); });
+  c.dispatch_gpu_us = per_dispatch_gpu_us(device, repeats, [&](gpu::Recorder& rec, int) { rec.dispatch(touch, touch_group, 1); });
   {
     // Each stage reads the next slice of a ring over 256 MiB (more than any L2), as a decode step
     // reads each matrix once; an even ring keeps stage i's input and output at i % 2.
     c.stage_groups = std::min<uint32_t>(o.stage_groups, device.limits().maxComputeWorkgroupsPerDimension);
     const uint64_t slice = (std::min<uint64_t>(o.stage_bytes, 256ull << 20) + 255) & ~uint64_t(255);
     c.stage_bytes = static_cast<double>(slice);
-    const uint32_t ring = slice ? std::max<uint32_t>(2, static_cast<uint32_t>(std::min<uint64_t>(n, (256ull << 20) / slice)) & ~1u) : 2;
+    const uint32_t ring = slice ? std::max<uint32_t>(2, static_cast<uint32_t>(std::min<uint64_t>(1000, (256ull << 20) / slice)) & ~1u) : 2;
     gpu::Buffer weights = device.create_storage(std::max<uint64_t>(16, slice * ring), "ceilings.stage_weights");
     fill_nonzero(device, weights, slice * ring);
     gpu::Buffer a = device.create_storage(1024 * 4, "ceilings.stage_a"), b = device.create_storage(1024 * 4, "ceilings.stage_b");
@@ -137,7 +145,7 @@ Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, 
       const gpu::Buffer& out = i % 2 ? a : b;
       groups.push_back(kernels.bind(stage, {{&in}, {&out}, {&weights, i * slice, std::max<uint64_t>(16, slice)}}));
     }
-    c.stage_gpu_us = per_dispatch_gpu_us(device, n, repeats, [&](gpu::Recorder& rec, int i) {
+    c.stage_gpu_us = per_dispatch_gpu_us(device, repeats, [&](gpu::Recorder& rec, int i) {
       rec.dispatch(stage, groups[i % ring], c.stage_groups);
     });
   }

@@ -353,8 +353,8 @@ std::string LlmBenchResult::table() const {
   std::snprintf(line, sizeof line, "per token: %.2f MB of weights%s\n", weight_bytes / 1e6,
                 residual_mlp_workgroups ? (", out projection + MLP in one dispatch of " + std::to_string(residual_mlp_workgroups) + " workgroups").c_str() : "");
   out += line;
-  std::snprintf(line, sizeof line, "%8s %6s %10s %10s %10s %10s %9s %9s %10s %7s %6s %9s %8s\n", "context", "steps", "tok/s", "GPU tok/s", "step us",
-                "wall us", "GB/s", "floor us", "floor t/s", "x floor", "stages", "chain us", "x chain");
+  std::snprintf(line, sizeof line, "%8s %6s %10s %10s %10s %10s %9s %6s %9s %10s %7s %6s %9s %8s\n", "context", "steps", "tok/s", "GPU tok/s",
+                "step us", "wall us", "GB/s", "disp", "floor us", "floor t/s", "x floor", "stages", "chain us", "x chain");
   out += line;
   for (const auto& c : contexts) {
     if (!c.skipped.empty()) {
@@ -362,8 +362,8 @@ std::string LlmBenchResult::table() const {
       out += line;
       continue;
     }
-    std::snprintf(line, sizeof line, "%8u %6u %10.1f %10.1f %10.2f %10.2f %9.1f %9.2f %10.0f %6.2fx %6zu %9.2f %7.2fx\n", c.context, c.gen,
-                  c.decode_tok_s, c.step_gpu_us > 0 ? 1e6 / c.step_gpu_us : 0.0, c.step_gpu_us, c.step_wall_us, c.achieved_gbps, c.floor_us,
+    std::snprintf(line, sizeof line, "%8u %6u %10.1f %10.1f %10.2f %10.2f %9.1f %6zu %9.2f %10.0f %6.2fx %6zu %9.2f %7.2fx\n", c.context, c.gen,
+                  c.decode_tok_s, c.step_gpu_us > 0 ? 1e6 / c.step_gpu_us : 0.0, c.step_gpu_us, c.step_wall_us, c.achieved_gbps, c.dispatches, c.floor_us,
                   c.floor_us > 0 ? 1e6 / c.floor_us : 0.0, c.floor_us > 0 ? c.step_gpu_us / c.floor_us : 0.0, c.stages, c.chain_floor_us,
                   c.chain_floor_us > 0 ? c.step_gpu_us / c.chain_floor_us : 0.0);
     out += line;
