@@ -108,7 +108,7 @@ Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, 
   const gpu::Kernel& touch = kernels.get({.file = "touch.wgsl"});
   gpu::BindGroup touch_group = kernels.bind(touch, {{&words}});
   const int n = 1000;
-  std::vector<double> gpu_us, cpu_us, rt_us;
+  std::vector<double> cpu_us, rt_us;
   for (int r = 0; r <= repeats; r++) {
     {  // CPU cost: encode N dispatches, submit, wait.
       double t0 = now_us();
@@ -139,14 +139,14 @@ Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, 
     fill_nonzero(device, weights, slice * ring);
     gpu::Buffer a = device.create_storage(1024 * 4, "ceilings.stage_a"), b = device.create_storage(1024 * 4, "ceilings.stage_b");
     const gpu::Kernel& stage = kernels.get({.file = "dependent_stage.wgsl", .constants = {{"W4", double(slice / 16)}}});
-    std::vector<gpu::BindGroup> groups;
+    std::vector<gpu::BindGroup> stage_bindings;
     for (uint32_t i = 0; i < ring; i++) {
       const gpu::Buffer& in = i % 2 ? b : a;
       const gpu::Buffer& out = i % 2 ? a : b;
-      groups.push_back(kernels.bind(stage, {{&in}, {&out}, {&weights, i * slice, std::max<uint64_t>(16, slice)}}));
+      stage_bindings.push_back(kernels.bind(stage, {{&in}, {&out}, {&weights, i * slice, std::max<uint64_t>(16, slice)}}));
     }
     c.stage_gpu_us = per_dispatch_gpu_us(device, repeats, [&](gpu::Recorder& rec, int i) {
-      rec.dispatch(stage, groups[i % ring], c.stage_groups);
+      rec.dispatch(stage, stage_bindings[i % ring], c.stage_groups);
     });
   }
   c.dispatch_cpu_us = median(cpu_us);
