@@ -70,7 +70,7 @@ tune::TuneResult tune_into(const fs::path& dir, double budget, bool allow_mlp_pa
 // bench llm with the per-kernel profile at a test's size: a 12-token prompt, 4 steps, one repeat.
 nlohmann::json small_profiled_bench(llm::Lfm2Model& model, std::vector<uint32_t> contexts) {
   llm::Generator gen(model);
-  auto ceilings = tune::measure_ceilings(test::test_device(), test::test_kernels(), {.max_bytes = 1 << 20, .repeats = 1, .stage_groups = 1});
+  auto ceilings = tune::measure_ceilings(model.device(), model.kernels(), {.max_bytes = 1 << 20, .repeats = 1, .stage_groups = 1});
   tune::LlmBenchOptions o;
   o.prompt = 12;
   o.gen = 4;
@@ -335,6 +335,33 @@ TEST(BenchLlm, ProfileCountsTheResidualMlpWeights) {
   EXPECT_GE(profiled, model.decode_weight_bytes() - H * 4 * (2 * s.layers() + 1));
   EXPECT_LE(profiled, model.decode_weight_bytes() + 2 * 8 * uint64_t(s.kv_rows()) * 4 * s.layers()) << "nothing counted twice";
   fs::remove_all(dir);
+}
+
+// On a device with timestamps inside passes, each kernel of the profile also says what it adds to
+// the step's chain, against its chain floor; the kernels' shares add up to the step.
+TEST(BenchLlm, ProfileTimesEachKernelInTheChain) {
+  gpu::Device dev = gpu::Device::open({.profiling = true, .timestamps_inside_passes = true});
+  ASSERT_TRUE(dev.has_timestamps_inside_passes());
+  gpu::KernelCache kernels(dev);
+  auto pack = formats::LlmPack::open(test::lfm2_test_pack("tiny"));
+  llm::Lfm2Model model(dev, kernels, pack, {.quiet = true});
+  auto j = small_profiled_bench(model, {8});
+  const auto& c = j["contexts"][0];
+  const double stage_us = j["ceilings"]["stage_gpu_us"].get<double>(), gbps = j["ceilings"]["read_gbps"].get<double>();
+  double sum = 0;
+  for (const auto& k : c["profile"]) {
+    ASSERT_TRUE(k.contains("chain_us")) << k["kernel"];
+    EXPECT_GT(k["chain_us"].get<double>(), 0.0) << k["kernel"];
+    sum += k["chain_us"].get<double>();
+    EXPECT_NEAR(k["chain_floor_us"].get<double>(), k["dispatches"].get<double>() * stage_us + k["bytes"].get<double>() / (gbps * 1e3),
+                1e-9 * k["chain_floor_us"].get<double>());
+  }
+  EXPECT_NEAR(c["profile_chain_us"].get<double>(), sum, 1e-6 * sum);
+  // Without the feature (the tests' own device) the profile has no chain column.
+  llm::Lfm2Model plain(test::test_device(), test::test_kernels(), pack, {.quiet = true});
+  auto p = small_profiled_bench(plain, {8});
+  EXPECT_FALSE(p["contexts"][0].contains("profile_chain_us"));
+  EXPECT_FALSE(p["contexts"][0]["profile"][0].contains("chain_us"));
 }
 
 // The prefill matmul search on a small shape: every geometry it keeps reproduces the default

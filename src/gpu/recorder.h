@@ -2,6 +2,7 @@
 // dispatch runs in its own timed pass so the profile names every kernel.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -17,8 +18,10 @@ class Recorder {
  public:
   // With a profiler: PerDispatch times each dispatch in its own pass (a per-kernel breakdown);
   // WholeSubmit keeps all dispatches in one pass timed as one region (end-to-end GPU time
-  // without the cost of pass boundaries).
-  enum class Timing { PerDispatch, WholeSubmit };
+  // without the cost of pass boundaries); InPass keeps them in one pass too and writes timestamps
+  // between them (Device::has_timestamps_inside_passes), so each dispatch's region runs from the
+  // end of the one before to its own end: what it adds to a chain.
+  enum class Timing { PerDispatch, WholeSubmit, InPass };
   explicit Recorder(const Device& device, Profiler* profiler = nullptr, Timing timing = Timing::PerDispatch,
                     std::string whole_region = "submit");
   Recorder(const Recorder&) = delete;
@@ -49,6 +52,7 @@ class Recorder {
  private:
   void begin_pass(const std::string& region);
   void end_pass();
+  void record_dispatch(const std::string& region, const std::function<void()>& dispatch);
   void ensure_encoder();
 
   const Device& device_;
