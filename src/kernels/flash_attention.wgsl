@@ -44,24 +44,31 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
       vtile[idx] = vvec;
     }
     workgroupBarrier();
-    var s: array<f32, 32>;  // BK
+    // Scores four keys to a vec4 (lavapipe's compiler takes minutes over 32 scalars in an array).
+    var s: array<vec4<f32>, 8>;  // BK / 4
     var tile_max = NEG_BIG;
-    for (var j = 0u; j < BK; j++) {
-      var dv = vec4<f32>(0.0);
-      for (var d = 0u; d < 16u; d++) { dv = fma(qr[d], ktile[j * 16u + d], dv); }
-      var sj = dv.x + dv.y + dv.z + dv.w;
-      if (k0 + j >= p.nk) { sj = NEG_BIG; }
-      s[j] = sj;
-      tile_max = max(tile_max, sj);
+    for (var j4 = 0u; j4 < BK / 4u; j4++) {
+      var sv: vec4<f32>;
+      for (var c = 0u; c < 4u; c++) {
+        let j = 4u * j4 + c;
+        var dv = vec4<f32>(0.0);
+        for (var d = 0u; d < 16u; d++) { dv = fma(qr[d], ktile[j * 16u + d], dv); }
+        sv[c] = select(dv.x + dv.y + dv.z + dv.w, NEG_BIG, k0 + j >= p.nk);
+      }
+      s[j4] = sv;
+      tile_max = max(tile_max, max(max(sv.x, sv.y), max(sv.z, sv.w)));
     }
     let m_new = max(m, tile_max);
     let corr = exp(m - m_new);
     l *= corr;
     for (var d = 0u; d < 16u; d++) { acc[d] *= corr; }
-    for (var j = 0u; j < BK; j++) {
-      let pj = exp(s[j] - m_new);
-      l += pj;
-      for (var d = 0u; d < 16u; d++) { acc[d] = fma(vec4<f32>(pj), vtile[j * 16u + d], acc[d]); }
+    for (var j4 = 0u; j4 < BK / 4u; j4++) {
+      let p4 = exp(s[j4] - m_new);
+      l += p4.x + p4.y + p4.z + p4.w;
+      for (var c = 0u; c < 4u; c++) {
+        let j = 4u * j4 + c;
+        for (var d = 0u; d < 16u; d++) { acc[d] = fma(vec4<f32>(p4[c]), vtile[j * 16u + d], acc[d]); }
+      }
     }
     m = m_new;
     workgroupBarrier();
