@@ -10,8 +10,8 @@ print("%s: read %.0f GB/s, dispatch %.2f us, dependent stage %.2f us" % (j["devi
 for ctx in j["contexts"]:
     if "profile" not in ctx:
         continue
-    print("\ncontext %d: %.0f tok/s, step %.1f us (one pass, no stamps), chain floor %.1f us, shares sum %.1f us"
-          % (ctx["context"], ctx["decode_tok_s"], ctx["step_gpu_us"], ctx["chain_floor_us"], ctx.get("profile_chain_us", -1)))
+    print("\ncontext %d: %.0f tok/s, step %.1f us (profile: %.1f us), chain floor %.1f us"
+          % (ctx["context"], ctx["decode_tok_s"], ctx["step_gpu_us"], ctx["profile_step_us"], ctx["chain_floor_us"]))
     ks = [k for k in ctx["profile"] if "chain_us" in k]
     ks.sort(key=lambda k: k["chain_floor_us"] - k["chain_us"])
     print("%-64s %5s %9s %9s %9s %9s %9s" % ("kernel", "n", "alone us", "chain us", "ch floor", "excess", "per disp"))

@@ -101,36 +101,6 @@ TEST(GpuAbi, ProfilerNeedsExactTimestamps) {
   EXPECT_TRUE(std::any_of(regions.begin(), regions.end(), [](const auto& r) { return (r.end_ns - r.begin_ns) % 65536 != 0; }));
 }
 
-// Timestamps between the dispatches of one pass (feature 0x50003 behind allow_unsafe_apis, asked
-// for only by DeviceOptions::timestamps_inside_passes): each dispatch's two stamps in order, every
-// one after the dispatch before ended. Without the option the recorder refuses the timing.
-TEST(GpuAbi, TimestampsInsidePassesFollowTheDispatches) {
-  EXPECT_FALSE(test::test_device().has_timestamps_inside_passes());
-  gpu::Profiler plain(test::test_device(), 4);
-  EXPECT_THROW(gpu::Recorder(test::test_device(), &plain, gpu::Recorder::Timing::InPass), Error);
-
-  gpu::Device dev = gpu::Device::open({.profiling = true, .timestamps_inside_passes = true});
-  ASSERT_TRUE(dev.has_timestamps_inside_passes()) << "lavapipe offers it";
-  gpu::KernelCache kernels(dev);
-  const gpu::Kernel& k = kernels.get({.file = "read_bandwidth.wgsl", .constants = {{"WG", 256}}});
-  gpu::Buffer data = dev.create_storage(1 << 20, "inside.data");
-  gpu::Buffer sink = dev.create_storage(4 * 256 * 4, "inside.sink");
-  gpu::BindGroup g = kernels.bind(k, {{&data}, {&sink}});
-  gpu::Profiler profiler(dev, 8);
-  gpu::Recorder rec(dev, &profiler, gpu::Recorder::Timing::InPass);
-  for (int i = 0; i < 6; i++) rec.dispatch(k, g, 4, 1, 1, "inside." + std::to_string(i));
-  rec.submit();
-  auto regions = profiler.collect();
-  ASSERT_EQ(regions.size(), 6u);
-  for (size_t i = 0; i < regions.size(); i++) {
-    EXPECT_EQ(regions[i].name, "inside." + std::to_string(i));
-    EXPECT_GT(regions[i].end_ns, regions[i].begin_ns) << "a 1 MiB read takes time";
-    if (i > 0) {
-      EXPECT_GE(regions[i].begin_ns, regions[i - 1].end_ns) << "the stamps follow the stream";
-    }
-  }
-}
-
 TEST(GpuAbi, ShaderF16NumberEnablesF16) {
   gpu::Device& with = test::test_device();
   ASSERT_TRUE(with.has_f16()) << "lavapipe offers shader-f16";

@@ -75,14 +75,13 @@ void add_bench_llm(CLI::App& bench) {
   cmd->add_option("--per-submit", o->bench.steps_per_submit, "generator steps recorded into one submit (at most --in-flight)")
       ->check(CLI::Range(1u, llm::Lfm2Model::kStepRing))
       ->capture_default_str();
-  cmd->add_flag("--profile", o->bench.profile, "per-kernel GPU time of a decode step at each context (alone and in the step's chain), vs each kernel's floors");
+  cmd->add_flag("--profile", o->bench.profile, "per-kernel GPU time of a decode step at each context, vs each kernel's floor");
   cmd->add_option("--ceiling-mib", o->ceiling_mib, "buffer read to measure the bandwidth ceiling, MiB")->capture_default_str();
   cmd->add_flag("--json", o->json, "print JSON");
   cmd->callback([o] {
     if (o->bench.contexts.empty()) throw Error("no --context given", "--context", "give cache lengths, e.g. --context 128,1024,2048");
     auto so = o->llm.session();
     so.device.profiling = true;  // exact timestamps
-    so.device.timestamps_inside_passes = o->bench.profile;  // each kernel's share of the chain
     so.model.quiet = o->llm.quiet || o->json;
     // The prompt in one submit: as few prefill chunks as memory allows (67.5 KB per token for the
     // seed shape).

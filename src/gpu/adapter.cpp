@@ -67,7 +67,6 @@ std::string feature_name(WGPUFeatureName f) {
     case WGPUFeatureName_DepthClipControl: return "depth-clip-control";
     case WGPUFeatureName_Depth32FloatStencil8: return "depth32float-stencil8";
     case WGPUFeatureName_TimestampQuery: return "timestamp-query";
-    case WGPUFeatureName_ChromiumExperimentalTimestampQueryInsidePasses: return "chromium-experimental-timestamp-query-inside-passes";
     case WGPUFeatureName_TextureCompressionBC: return "texture-compression-bc";
     case WGPUFeatureName_IndirectFirstInstance: return "indirect-first-instance";
     case WGPUFeatureName_ShaderF16: return "shader-f16";

@@ -33,7 +33,7 @@ struct Device::State {
   DeviceHandle device;
   QueueHandle queue;
   WGPULimits limits{};
-  bool f16 = false, subgroups = false, timestamps = false, exact_timestamps = false, inside_passes = false;
+  bool f16 = false, subgroups = false, timestamps = false, exact_timestamps = false;
 
   // Errors Dawn reports from its callbacks, surfaced by check(). Dawn may call from another thread.
   mutable std::mutex mu;
@@ -74,69 +74,53 @@ Device Device::open(const DeviceOptions& options) {
   if (!options.bounds_checks) enabled.push_back("disable_robustness");
   if (options.fast) enabled.push_back("skip_validation");
   if (options.profiling) disabled.push_back("timestamp_quantization");
+  WGPUDawnTogglesDescriptor toggles{};
+  toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;
+  toggles.enabledToggleCount = enabled.size();
+  toggles.enabledToggles = enabled.data();
+  toggles.disabledToggleCount = disabled.size();
+  toggles.disabledToggles = disabled.data();
+
+  WGPULimits limits = d.limits;
+  WGPUDeviceDescriptor desc{};
+  desc.nextInChain = &toggles.chain;
+  std::string label = "ember";
+  desc.label = view(label);
+  desc.requiredFeatureCount = features.size();
+  desc.requiredFeatures = features.data();
+  desc.requiredLimits = &limits;
+  desc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowProcessEvents;
+  desc.deviceLostCallbackInfo.callback = [](const WGPUDevice*, WGPUDeviceLostReason reason, WGPUStringView msg, void* u, void*) {
+    auto* st = static_cast<State*>(u);
+    std::lock_guard lock(st->mu);
+    st->lost = true;
+    if (!st->destroying && reason != WGPUDeviceLostReason_Destroyed && reason != WGPUDeviceLostReason_CallbackCancelled)
+      st->pending_error += "device lost: " + to_string(msg) + "\n";
+  };
+  desc.deviceLostCallbackInfo.userdata1 = s.get();
+  desc.uncapturedErrorCallbackInfo.callback = [](const WGPUDevice*, WGPUErrorType type, WGPUStringView msg, void* u, void*) {
+    auto* st = static_cast<State*>(u);
+    std::lock_guard lock(st->mu);
+    st->pending_error += std::string(error_type_name(type)) + ": " + to_string(msg) + "\n";
+  };
+  desc.uncapturedErrorCallbackInfo.userdata1 = s.get();
 
   struct Result {
     WGPUDevice device = nullptr;
     std::string message;
     bool done = false;
+  } r;
+  WGPURequestDeviceCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_AllowProcessEvents;
+  cb.callback = [](WGPURequestDeviceStatus status, WGPUDevice dev, WGPUStringView msg, void* u, void*) {
+    auto* res = static_cast<Result*>(u);
+    res->device = status == WGPURequestDeviceStatus_Success ? dev : nullptr;
+    res->message = to_string(msg);
+    res->done = true;
   };
-  auto request = [&](const std::vector<WGPUFeatureName>& features, const std::vector<const char*>& enabled) {
-    WGPUDawnTogglesDescriptor toggles{};
-    toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;
-    toggles.enabledToggleCount = enabled.size();
-    toggles.enabledToggles = enabled.data();
-    toggles.disabledToggleCount = disabled.size();
-    toggles.disabledToggles = disabled.data();
-
-    WGPULimits limits = d.limits;
-    WGPUDeviceDescriptor desc{};
-    desc.nextInChain = &toggles.chain;
-    std::string label = "ember";
-    desc.label = view(label);
-    desc.requiredFeatureCount = features.size();
-    desc.requiredFeatures = features.data();
-    desc.requiredLimits = &limits;
-    desc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowProcessEvents;
-    desc.deviceLostCallbackInfo.callback = [](const WGPUDevice*, WGPUDeviceLostReason reason, WGPUStringView msg, void* u, void*) {
-      auto* st = static_cast<State*>(u);
-      std::lock_guard lock(st->mu);
-      st->lost = true;
-      if (!st->destroying && reason != WGPUDeviceLostReason_Destroyed && reason != WGPUDeviceLostReason_CallbackCancelled)
-        st->pending_error += "device lost: " + to_string(msg) + "\n";
-    };
-    desc.deviceLostCallbackInfo.userdata1 = s.get();
-    desc.uncapturedErrorCallbackInfo.callback = [](const WGPUDevice*, WGPUErrorType type, WGPUStringView msg, void* u, void*) {
-      auto* st = static_cast<State*>(u);
-      std::lock_guard lock(st->mu);
-      st->pending_error += std::string(error_type_name(type)) + ": " + to_string(msg) + "\n";
-    };
-    desc.uncapturedErrorCallbackInfo.userdata1 = s.get();
-
-    Result r;
-    WGPURequestDeviceCallbackInfo cb{};
-    cb.mode = WGPUCallbackMode_AllowProcessEvents;
-    cb.callback = [](WGPURequestDeviceStatus status, WGPUDevice dev, WGPUStringView msg, void* u, void*) {
-      auto* res = static_cast<Result*>(u);
-      res->device = status == WGPURequestDeviceStatus_Success ? dev : nullptr;
-      res->message = to_string(msg);
-      res->done = true;
-    };
-    cb.userdata1 = &r;
-    wgpuAdapterRequestDevice(s->adapter.get(), &desc, cb);
-    s->instance.wait_until([&] { return r.done; });
-    return r;
-  };
-
-  // The adapter does not list the guarded feature, so ask for it and fall back without it.
-  Result r;
-  if (options.timestamps_inside_passes && wanted(d.timestamp_query, "timestamp-query")) {
-    std::vector<WGPUFeatureName> more = features;
-    more.push_back(WGPUFeatureName_ChromiumExperimentalTimestampQueryInsidePasses);
-    std::vector<const char*> unsafe = enabled;
-    unsafe.push_back("allow_unsafe_apis");
-    r = request(more, unsafe);
-  }
-  if (!r.device) r = request(features, enabled);
+  cb.userdata1 = &r;
+  wgpuAdapterRequestDevice(s->adapter.get(), &desc, cb);
+  s->instance.wait_until([&] { return r.done; });
   if (!r.device) throw Error("could not create a device on adapter '" + d.name() + "': " + r.message, "gpu");
   s->device = DeviceHandle(r.device);
   s->queue = QueueHandle(wgpuDeviceGetQueue(r.device));
@@ -145,8 +129,6 @@ Device Device::open(const DeviceOptions& options) {
   s->subgroups = wgpuDeviceHasFeature(r.device, WGPUFeatureName_Subgroups);
   s->timestamps = wgpuDeviceHasFeature(r.device, WGPUFeatureName_TimestampQuery);
   s->exact_timestamps = s->timestamps && options.profiling;
-  s->inside_passes = s->exact_timestamps &&
-                     wgpuDeviceHasFeature(r.device, WGPUFeatureName_ChromiumExperimentalTimestampQueryInsidePasses);
   return Device(std::move(s));
 }
 
@@ -159,7 +141,6 @@ bool Device::has_f16() const { return s_->f16; }
 bool Device::has_subgroups() const { return s_->subgroups; }
 bool Device::has_timestamps() const { return s_->timestamps; }
 bool Device::exact_timestamps() const { return s_->exact_timestamps; }
-bool Device::has_timestamps_inside_passes() const { return s_->inside_passes; }
 uint32_t Device::subgroup_size() const { return s_->description.subgroup_min; }
 
 void Device::check(const std::string& context) const {

@@ -27,10 +27,6 @@ struct DeviceOptions {
   bool bounds_checks = false;
   bool fast = false;  // also skip Dawn's API validation: cheaper encoding, but a misuse is no longer a clear error
   bool profiling = false;  // exact timestamps: timestamp_quantization off
-  // Also timestamps between the dispatches of one pass (Recorder::Timing::InPass), where Dawn
-  // offers them: an experimental Dawn feature, so this turns on its allow_unsafe_apis toggle.
-  // Without the feature the device still opens; has_timestamps_inside_passes() says which.
-  bool timestamps_inside_passes = false;
   // Optional features not to request even where the adapter has them ("shader-f16", "subgroups",
   // "timestamp-query"): to test fallback paths, or to rule a feature out.
   std::set<std::string> without;
@@ -79,7 +75,6 @@ class Device {
   // Timestamps at full resolution (DeviceOptions::profiling); otherwise Dawn rounds them to
   // 65,536 ns. What gpu::Profiler requires.
   bool exact_timestamps() const;
-  bool has_timestamps_inside_passes() const;  // DeviceOptions::timestamps_inside_passes, granted
   uint32_t subgroup_size() const;  // the adapter's minimum; kernels are written for any size in range
 
   // Throws if Dawn reported an error since the last check (or the device is lost). `context`

@@ -37,10 +37,8 @@ class Profiler {
   nlohmann::json to_json() const;
   void clear_summary() { totals_.clear(); }
 
-  // Used by Recorder: a new region's two timestamp slots, as a pass's writes or as the query
-  // indices (2i, 2i + 1) of query_set() for timestamps written inside a pass.
+  // Used by Recorder.
   WGPUPassTimestampWrites next_region(const std::string& name);
-  WGPUQuerySet query_set() const { return queries_.get(); }
   void resolve(WGPUCommandEncoder encoder);
 
  private:

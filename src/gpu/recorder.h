@@ -2,7 +2,6 @@
 // dispatch runs in its own timed pass so the profile names every kernel.
 #pragma once
 
-#include <functional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -18,10 +17,8 @@ class Recorder {
  public:
   // With a profiler: PerDispatch times each dispatch in its own pass (a per-kernel breakdown);
   // WholeSubmit keeps all dispatches in one pass timed as one region (end-to-end GPU time
-  // without the cost of pass boundaries); InPass keeps them in one pass too and writes timestamps
-  // between them (Device::has_timestamps_inside_passes), so each dispatch's region runs from the
-  // end of the one before to its own end: what it adds to a chain.
-  enum class Timing { PerDispatch, WholeSubmit, InPass };
+  // without the cost of pass boundaries).
+  enum class Timing { PerDispatch, WholeSubmit };
   explicit Recorder(const Device& device, Profiler* profiler = nullptr, Timing timing = Timing::PerDispatch,
                     std::string whole_region = "submit");
   Recorder(const Recorder&) = delete;
@@ -45,14 +42,18 @@ class Recorder {
   }
   void clear(const Buffer& buffer, uint64_t offset = 0, uint64_t size = WGPU_WHOLE_SIZE);
 
+  // Dispatches whose region (the kernel's label unless named) is `region` are not recorded from
+  // now on: a profile times a chain without one kernel to learn what that kernel adds to it. The
+  // results are then wrong; only the timing means anything.
+  void leave_out(std::string region) { left_out_ = std::move(region); }
+
   // Ends recording and submits; the recorder may be used again afterwards.
   void submit();
-  size_t dispatches() const { return dispatches_; }
+  size_t dispatches() const { return dispatches_; }  // asked for, left-out ones included
 
  private:
   void begin_pass(const std::string& region);
   void end_pass();
-  void record_dispatch(const std::string& region, const std::function<void()>& dispatch);
   void ensure_encoder();
 
   const Device& device_;
@@ -62,6 +63,7 @@ class Recorder {
   WGPUCommandEncoder encoder_ = nullptr;
   WGPUComputePassEncoder pass_ = nullptr;
   size_t dispatches_ = 0;
+  std::string left_out_;
 };
 
 }  // namespace ember::gpu

@@ -60,8 +60,6 @@ enum WGPUFeatureName : uint32_t {
   WGPUFeatureName_DualSourceBlending = 16,
   WGPUFeatureName_Subgroups = 17,
   WGPUFeatureName_CoreFeaturesAndLimits = 18,
-  // Dawn-only, behind the allow_unsafe_apis toggle: timestamps written between a pass's dispatches.
-  WGPUFeatureName_ChromiumExperimentalTimestampQueryInsidePasses = 0x50003,
   WGPUFeatureName_Force32 = 0x7FFFFFFF,
 };
 enum WGPUWGSLLanguageFeatureName : uint32_t {
@@ -420,7 +418,6 @@ void wgpuComputePassEncoderSetBindGroup(WGPUComputePassEncoder, uint32_t groupIn
                                         size_t dynamicOffsetCount, const uint32_t* dynamicOffsets);
 void wgpuComputePassEncoderDispatchWorkgroups(WGPUComputePassEncoder, uint32_t x, uint32_t y, uint32_t z);
 void wgpuComputePassEncoderDispatchWorkgroupsIndirect(WGPUComputePassEncoder, WGPUBuffer, uint64_t offset);
-void wgpuComputePassEncoderWriteTimestamp(WGPUComputePassEncoder, WGPUQuerySet, uint32_t queryIndex);
 void wgpuComputePassEncoderEnd(WGPUComputePassEncoder);
 void wgpuComputePassEncoderRelease(WGPUComputePassEncoder);
 

@@ -68,26 +68,34 @@ bool label_matches(const std::string& name, const std::string& label) {
          (name.rfind(label, 0) == 0 && name.size() > label.size() && (name[label.size()] == '[' || name[label.size()] == '{'));
 }
 
-// GPU time per kernel label over `steps` decode steps, as (dispatches, us) per step. PerDispatch:
-// each dispatch in its own timed pass. InPass: the step in one pass, each dispatch from the end of
-// the dispatch before to its own end, i.e. what it adds to the chain.
-std::map<std::string, std::pair<double, double>> profile_decode(llm::Lfm2Model& model, uint32_t steps, gpu::Recorder::Timing timing) {
+// GPU time per kernel label over `steps` decode steps, as (dispatches, us) per step, each dispatch
+// in its own timed pass.
+std::map<std::string, std::pair<double, double>> profile_decode(llm::Lfm2Model& model, uint32_t steps) {
   gpu::Profiler prof(model.device(), 2048);  // 2 queries each: WebGPU allows 4096
-  std::map<std::string, std::pair<double, double>> out;
   for (uint32_t i = 0; i < steps; i++) {
-    gpu::Recorder rec(model.device(), &prof, timing);
+    gpu::Recorder rec(model.device(), &prof, gpu::Recorder::Timing::PerDispatch);
     model.record_decode(rec);
     rec.submit();
-    uint64_t previous_end = 0;
-    for (const auto& r : prof.collect()) {
-      const uint64_t begin = timing == gpu::Recorder::Timing::InPass && previous_end ? previous_end : r.begin_ns;
-      auto& [dispatches, us] = out[r.name];
-      dispatches += 1.0 / steps;
-      us += (std::max(r.end_ns, begin) - begin) / 1e3 / steps;
-      previous_end = r.end_ns;
-    }
+    prof.collect();  // accumulates the per-label totals
   }
+  std::map<std::string, std::pair<double, double>> out;
+  for (const auto& e : prof.summary()) out[e.name] = {double(e.count) / steps, 1e3 * e.total_ms / steps};
   return out;
+}
+
+// Median GPU time of a decode step recorded in one pass, without the dispatches of `left_out`
+// (none when empty).
+double step_us_without(llm::Lfm2Model& model, uint32_t steps, const std::string& left_out) {
+  gpu::Profiler prof(model.device(), 64);
+  std::vector<double> us;
+  for (uint32_t i = 0; i < steps; i++) {
+    gpu::Recorder rec(model.device(), &prof, gpu::Recorder::Timing::WholeSubmit);
+    rec.leave_out(left_out);
+    model.record_decode(rec);
+    rec.submit();
+    for (const auto& r : prof.collect()) us.push_back(r.ms() * 1e3);
+  }
+  return median(us);
 }
 
 // FLOPs of a prefill of T tokens from position 0, by kernel label: the matmuls (labels from the
@@ -251,14 +259,11 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
     if (options.profile && device.exact_timestamps()) {
       const uint32_t n = std::max<uint32_t>(1, std::min<uint32_t>(options.profile_steps, gen));
       fill_context(model, ids, next);
-      const auto alone = profile_decode(model, n, gpu::Recorder::Timing::PerDispatch);
-      std::map<std::string, std::pair<double, double>> chained;
-      if (device.has_timestamps_inside_passes()) {
-        fill_context(model, ids, next);
-        chained = profile_decode(model, n, gpu::Recorder::Timing::InPass);
-        cb.profile_chain_us = 0;
-        for (const auto& [name, cost] : chained) cb.profile_chain_us += cost.second;
-      }
+      const auto alone = profile_decode(model, n);
+      // What each kernel adds to the chain: the step in one pass, then without that kernel's
+      // dispatches (medians of `n` steps; the kernels' costs do not depend on the values).
+      fill_context(model, ids, next);
+      cb.profile_step_us = step_us_without(model, n, "");
       const auto bytes = bytes_by_label(model, context);
       for (const auto& [name, cost] : alone) {
         KernelCost k;
@@ -269,12 +274,10 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
           if (label_matches(name, label)) k.bytes += b;
         const double bytes_us = bw > 0 ? k.bytes / (bw * 1e3) : 0.0;
         k.floor_us = std::max(bytes_us, k.dispatches * ceilings.dispatch_gpu_us);
-        if (auto c = chained.find(name); c != chained.end()) {
-          k.chain_us = c->second.second;
-          // The one-dispatch residual MLP hands over two stages inside the kernel.
-          const double stages = k.dispatches * (label_matches(name, "residual_mlp_q4") ? 3 : 1);
-          k.chain_floor_us = stages * ceilings.stage_gpu_us + bytes_us;
-        }
+        k.chain_us = cb.profile_step_us - step_us_without(model, n, name);
+        // The one-dispatch residual MLP hands over two stages inside the kernel.
+        const double stages = k.dispatches * (label_matches(name, "residual_mlp_q4") ? 3 : 1);
+        k.chain_floor_us = stages * ceilings.stage_gpu_us + bytes_us;
         cb.kernels.push_back(k);
       }
       std::sort(cb.kernels.begin(), cb.kernels.end(), [](const KernelCost& a, const KernelCost& b) { return a.us > b.us; });
@@ -321,11 +324,11 @@ nlohmann::json LlmBenchResult::to_json() const {
       nlohmann::json ks = nlohmann::json::array();
       for (const auto& k : c.kernels) {
         nlohmann::json kj = {{"kernel", k.kernel}, {"dispatches", k.dispatches}, {"us", k.us}, {"bytes", k.bytes}, {"floor_us", k.floor_us}};
-        if (k.chain_us >= 0) kj.update({{"chain_us", k.chain_us}, {"chain_floor_us", k.chain_floor_us}});
+        kj.update({{"chain_us", k.chain_us}, {"chain_floor_us", k.chain_floor_us}});
         ks.push_back(kj);
       }
       j["profile"] = ks;
-      if (c.profile_chain_us >= 0) j["profile_chain_us"] = c.profile_chain_us;
+      j["profile_step_us"] = c.profile_step_us;
     }
     ctx.push_back(j);
   }
@@ -420,34 +423,26 @@ std::string LlmBenchResult::table() const {
   }
   for (const auto& c : contexts) {
     if (c.kernels.empty()) continue;
-    const bool chained = c.profile_chain_us >= 0;
-    std::snprintf(line, sizeof line, "\nper-kernel GPU time of one decode step at context %u (us: each dispatch timed alone%s):\n", c.context,
-                  chained ? "; chain us: what it adds to the step in one pass" : "");
+    std::snprintf(line, sizeof line,
+                  "\nper-kernel GPU time of one decode step at context %u (us: each dispatch timed alone; chain us: the step in one pass, "
+                  "%.2f us, less the step without the kernel):\n", c.context, c.profile_step_us);
     out += line;
-    std::snprintf(line, sizeof line, "%-72s %6s %9s %9s %9s %7s %9s %9s %7s\n", "kernel", "n", "us", "MB", "floor us", "x floor", chained ? "chain us" : "",
-                  chained ? "ch floor" : "", chained ? "x chain" : "");
+    std::snprintf(line, sizeof line, "%-72s %6s %9s %9s %9s %7s %9s %9s %7s\n", "kernel", "n", "us", "MB", "floor us", "x floor", "chain us",
+                  "ch floor", "x chain");
     out += line;
-    double total = 0, chain_floor = 0;
+    double total = 0, chain = 0, chain_floor = 0;
     for (const auto& k : c.kernels) {
       total += k.us;
+      chain += k.chain_us;
       chain_floor += k.chain_floor_us;
-      std::snprintf(line, sizeof line, "%-72s %6.1f %9.2f %9.3f %9.2f %6.2fx", k.kernel.substr(0, 72).c_str(), k.dispatches, k.us, k.bytes / 1e6,
-                    k.floor_us, k.floor_us > 0 ? k.us / k.floor_us : 0.0);
+      std::snprintf(line, sizeof line, "%-72s %6.1f %9.2f %9.3f %9.2f %6.2fx %9.2f %9.2f %6.2fx\n", k.kernel.substr(0, 72).c_str(), k.dispatches, k.us,
+                    k.bytes / 1e6, k.floor_us, k.floor_us > 0 ? k.us / k.floor_us : 0.0, k.chain_us, k.chain_floor_us,
+                    k.chain_floor_us > 0 ? k.chain_us / k.chain_floor_us : 0.0);
       out += line;
-      if (k.chain_us >= 0) {
-        std::snprintf(line, sizeof line, " %9.2f %9.2f %6.2fx", k.chain_us, k.chain_floor_us, k.chain_floor_us > 0 ? k.chain_us / k.chain_floor_us : 0.0);
-        out += line;
-      }
-      out += "\n";
     }
-    std::snprintf(line, sizeof line, "%-72s %6s %9.2f", "total", "", total);
+    std::snprintf(line, sizeof line, "%-72s %6s %9.2f %37s %9.2f %9.2f %6.2fx\n", "total", "", total, "", chain, chain_floor,
+                  chain_floor > 0 ? chain / chain_floor : 0.0);
     out += line;
-    if (chained) {
-      std::snprintf(line, sizeof line, " %36s %9.2f %9.2f %6.2fx (step in one pass without stamps: %.2f us)", "", c.profile_chain_us, chain_floor,
-                    chain_floor > 0 ? c.profile_chain_us / chain_floor : 0.0, c.step_gpu_us);
-      out += line;
-    }
-    out += "\n";
   }
   return out;
 }

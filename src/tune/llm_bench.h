@@ -34,10 +34,9 @@ struct KernelCost {  // one kernel label of the per-dispatch profile, per decode
   double dispatches = 0, us = 0;  // us: each dispatch timed alone, in its own pass
   uint64_t bytes = 0;       // bytes it reads per step, where known (0: not computed)
   double floor_us = 0;      // max(bytes / bandwidth, dispatches x per-dispatch GPU cost)
-  // What its dispatches add to the step's chain: the whole step in one pass, timestamps between
-  // dispatches, each from the end of the dispatch before to its own end (-1: not measured, the
-  // device has no timestamps inside passes).
-  double chain_us = -1;
+  // What its dispatches add to the step's chain: the step in one pass less the same step without
+  // them (can be below zero within noise, or when leaving a kernel out slows another).
+  double chain_us = 0;
   double chain_floor_us = 0;  // its stages x a dependent stage's cost + bytes / bandwidth
 };
 
@@ -62,7 +61,7 @@ struct ContextBench {
   double floor_us = 0, bandwidth_floor_us = 0, dispatch_floor_us = 0;
   double chain_floor_us = 0;     // stages x a dependent stage's cost + bandwidth_floor_us (the step's realistic floor)
   std::vector<KernelCost> kernels;  // --profile
-  double profile_chain_us = -1;     // --profile: the sum of the kernels' chain_us (vs step_gpu_us: what the stamps cost)
+  double profile_step_us = 0;       // --profile: the step in one pass, as the chain_us runs time it
 };
 
 struct LlmBenchResult {
