@@ -40,6 +40,12 @@ void Recorder::end_pass() {
   pass_ = nullptr;
 }
 
+bool Recorder::skip_left_out(const std::string& region) {
+  if (left_out_.empty() || region != left_out_) return false;
+  dispatches_++;  // still one of the graph's dispatches (Lfm2Model counts them)
+  return true;
+}
+
 void Recorder::dispatch(const Kernel& kernel, const BindGroup& group, uint32_t x, uint32_t y, uint32_t z,
                         const std::string& region) {
   const uint32_t max = device_.limits().maxComputeWorkgroupsPerDimension;
@@ -49,10 +55,7 @@ void Recorder::dispatch(const Kernel& kernel, const BindGroup& group, uint32_t x
                 "kernel " + kernel.label());
   if (x == 0 || y == 0 || z == 0) return;
   const std::string& name = region.empty() ? kernel.label() : region;
-  if (!left_out_.empty() && name == left_out_) {
-    dispatches_++;  // still one of the graph's dispatches (Lfm2Model counts them)
-    return;
-  }
+  if (skip_left_out(name)) return;
   begin_pass(name);
   wgpuComputePassEncoderSetPipeline(pass_, kernel.pipeline());
   wgpuComputePassEncoderSetBindGroup(pass_, 0, group.get(), 0, nullptr);
@@ -63,10 +66,7 @@ void Recorder::dispatch(const Kernel& kernel, const BindGroup& group, uint32_t x
 void Recorder::dispatch_indirect(const Kernel& kernel, const BindGroup& group, const Buffer& args, uint64_t offset,
                                  const std::string& region) {
   const std::string& name = region.empty() ? kernel.label() : region;
-  if (!left_out_.empty() && name == left_out_) {
-    dispatches_++;  // still one of the graph's dispatches (Lfm2Model counts them)
-    return;
-  }
+  if (skip_left_out(name)) return;
   begin_pass(name);
   wgpuComputePassEncoderSetPipeline(pass_, kernel.pipeline());
   wgpuComputePassEncoderSetBindGroup(pass_, 0, group.get(), 0, nullptr);

@@ -54,6 +54,7 @@ class Recorder {
  private:
   void begin_pass(const std::string& region);
   void end_pass();
+  bool skip_left_out(const std::string& region);  // true (and counted) for a left-out dispatch
   void ensure_encoder();
 
   const Device& device_;
