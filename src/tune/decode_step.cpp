@@ -21,7 +21,8 @@ void fill_context(llm::Lfm2Model& model, std::span<const uint32_t> context_ids, 
   model.device().wait_idle();
 }
 
-std::vector<double> decode_step_gpu_us(llm::Lfm2Model& model, std::span<const uint32_t> context_ids, std::span<const uint32_t> next_ids) {
+std::vector<double> decode_step_gpu_us(llm::Lfm2Model& model, std::span<const uint32_t> context_ids, std::span<const uint32_t> next_ids,
+                                       const std::string& left_out) {
   const gpu::Device& device = model.device();
   fill_context(model, context_ids, next_ids);
   std::vector<double> us;
@@ -35,6 +36,7 @@ std::vector<double> decode_step_gpu_us(llm::Lfm2Model& model, std::span<const ui
       char name[16];
       std::snprintf(name, sizeof name, "step%04u", i);
       gpu::Recorder rec(device, &prof, gpu::Recorder::Timing::WholeSubmit, name);
+      rec.leave_out(left_out);
       model.record_decode(rec);
       rec.submit();
     }

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "formats/llm_pack.h"
@@ -20,8 +21,10 @@ void fill_context(llm::Lfm2Model& model, std::span<const uint32_t> context_ids, 
 
 // Prefills `context_ids` from position 0, then runs one decode step per id of `next_ids` (each
 // reads its token from the model's tokens()); returns each step's GPU microseconds, in order.
-// Needs a device with exact timestamps (gpu::Profiler).
-std::vector<double> decode_step_gpu_us(llm::Lfm2Model& model, std::span<const uint32_t> context_ids, std::span<const uint32_t> next_ids);
+// Needs a device with exact timestamps (gpu::Profiler). `left_out`: a kernel label whose dispatches
+// are not recorded (gpu::Recorder::leave_out), to time the step without it; the results are then wrong.
+std::vector<double> decode_step_gpu_us(llm::Lfm2Model& model, std::span<const uint32_t> context_ids, std::span<const uint32_t> next_ids,
+                                       const std::string& left_out = {});
 
 // The median GPU step of `pack`'s weights (already on the GPU: `weights`) under each of `files`'
 // kernel choices, at `context` positions over `steps` steps (random ids). The models are timed in

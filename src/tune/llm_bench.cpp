@@ -83,21 +83,6 @@ std::map<std::string, std::pair<double, double>> profile_decode(llm::Lfm2Model& 
   return out;
 }
 
-// Median GPU time of a decode step recorded in one pass, without the dispatches of `left_out`
-// (none when empty).
-double step_us_without(llm::Lfm2Model& model, uint32_t steps, const std::string& left_out) {
-  gpu::Profiler prof(model.device(), 64);
-  std::vector<double> us;
-  for (uint32_t i = 0; i < steps; i++) {
-    gpu::Recorder rec(model.device(), &prof, gpu::Recorder::Timing::WholeSubmit);
-    rec.leave_out(left_out);
-    model.record_decode(rec);
-    rec.submit();
-    for (const auto& r : prof.collect()) us.push_back(r.ms() * 1e3);
-  }
-  return median(us);
-}
-
 // FLOPs of a prefill of T tokens from position 0, by kernel label: the matmuls (labels from the
 // same kernel cache and choices the model used), causal attention (QK^T and PV over the keys
 // each query sees), the head matvec for the last token.
@@ -262,8 +247,8 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
       const auto alone = profile_decode(model, n);
       // What each kernel adds to the chain: the step in one pass, then without that kernel's
       // dispatches (medians of `n` steps; the kernels' costs do not depend on the values).
-      fill_context(model, ids, next);
-      cb.profile_step_us = step_us_without(model, n, "");
+      const std::span<const uint32_t> profiled(next.data(), n);
+      cb.profile_step_us = median(decode_step_gpu_us(model, ids, profiled));
       const auto bytes = bytes_by_label(model, context);
       for (const auto& [name, cost] : alone) {
         KernelCost k;
@@ -274,7 +259,7 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
           if (label_matches(name, label)) k.bytes += b;
         const double bytes_us = bw > 0 ? k.bytes / (bw * 1e3) : 0.0;
         k.floor_us = std::max(bytes_us, k.dispatches * ceilings.dispatch_gpu_us);
-        k.chain_us = cb.profile_step_us - step_us_without(model, n, name);
+        k.chain_us = cb.profile_step_us - median(decode_step_gpu_us(model, ids, profiled, name));
         // The one-dispatch residual MLP hands over two stages inside the kernel.
         const double stages = k.dispatches * (label_matches(name, "residual_mlp_q4") ? 3 : 1);
         k.chain_floor_us = stages * ceilings.stage_gpu_us + bytes_us;
@@ -323,9 +308,8 @@ nlohmann::json LlmBenchResult::to_json() const {
     if (!c.kernels.empty()) {
       nlohmann::json ks = nlohmann::json::array();
       for (const auto& k : c.kernels) {
-        nlohmann::json kj = {{"kernel", k.kernel}, {"dispatches", k.dispatches}, {"us", k.us}, {"bytes", k.bytes}, {"floor_us", k.floor_us}};
-        kj.update({{"chain_us", k.chain_us}, {"chain_floor_us", k.chain_floor_us}});
-        ks.push_back(kj);
+        ks.push_back({{"kernel", k.kernel}, {"dispatches", k.dispatches}, {"us", k.us}, {"bytes", k.bytes}, {"floor_us", k.floor_us},
+                      {"chain_us", k.chain_us}, {"chain_floor_us", k.chain_floor_us}});
       }
       j["profile"] = ks;
       j["profile_step_us"] = c.profile_step_us;
