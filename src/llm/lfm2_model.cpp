@@ -572,6 +572,6 @@ void Lfm2Model::record_decode(gpu::Recorder& rec) {
   decode_dispatches_ = rec.dispatches() - before;
 }
 
-size_t Lfm2Model::decode_stages() const { return decode_dispatches_ + (residual_mlp_ ? 2 * layers_.size() : 0); }
+size_t Lfm2Model::decode_stages() const { return decode_dispatches_ + (residual_mlp_ ? (kResidualMlpStages - 1) * layers_.size() : 0); }
 
 }  // namespace ember::llm

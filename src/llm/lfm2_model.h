@@ -110,6 +110,7 @@ class Lfm2Model {
   // one-dispatch residual MLP three (its workgroups hand over twice inside it). For benchmarks and floors.
   size_t decode_dispatches() const { return decode_dispatches_; }
   size_t decode_stages() const;
+  static constexpr size_t kResidualMlpStages = 3;  // dependent stages in one residual-MLP dispatch
   // Dispatches and submits (chunks) the last prefill recorded, all chunks together.
   size_t prefill_dispatches() const { return prefill_dispatches_; }
   size_t prefill_chunks() const { return prefill_chunks_; }

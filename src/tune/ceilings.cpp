@@ -27,6 +27,8 @@ void fill_nonzero(const gpu::Device& device, const gpu::Buffer& buffer, uint64_t
     device.upload(buffer, off, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(chunk.data()), std::min<uint64_t>(chunk.size() * 4, bytes - off)));
 }
 
+constexpr int kMaxChain = 1000;  // dispatches in one timed pass at most
+
 // GPU time per dispatch of many dispatches recorded by `record` into one pass, timed at the pass
 // boundaries (median of `repeats`). As many as fill ~4 ms, from 10 to 1,000: a big GPU runs 1,000
 // (the pass's own cost then vanishes), the CPU adapter a few (its stages take milliseconds).
@@ -41,7 +43,7 @@ double per_dispatch_gpu_us(const gpu::Device& device, int repeats, Record record
     return (regions[0].end_ns - regions[0].begin_ns) / 1e3;
   };
   const int probe = 10;
-  const int n = std::clamp(static_cast<int>(4000 / std::max(pass_us(probe) / probe, 1e-3)), probe, 1000);
+  const int n = std::clamp(static_cast<int>(4000 / std::max(pass_us(probe) / probe, 1e-3)), probe, kMaxChain);
   std::vector<double> per;
   for (int r = 0; r <= repeats; r++) {
     const double us = pass_us(n);
@@ -134,7 +136,7 @@ Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, 
     c.stage_groups = std::min<uint32_t>(o.stage_groups, device.limits().maxComputeWorkgroupsPerDimension);
     const uint64_t slice = (std::min<uint64_t>(o.stage_bytes, 256ull << 20) + 255) & ~uint64_t(255);
     c.stage_bytes = static_cast<double>(slice);
-    const uint32_t ring = slice ? std::max<uint32_t>(2, static_cast<uint32_t>(std::min<uint64_t>(1000, (256ull << 20) / slice)) & ~1u) : 2;
+    const uint32_t ring = slice ? std::max<uint32_t>(2, static_cast<uint32_t>(std::min<uint64_t>(kMaxChain, (256ull << 20) / slice)) & ~1u) : 2;
     gpu::Buffer weights = device.create_storage(std::max<uint64_t>(16, slice * ring), "ceilings.stage_weights");
     fill_nonzero(device, weights, slice * ring);
     gpu::Buffer a = device.create_storage(1024 * 4, "ceilings.stage_a"), b = device.create_storage(1024 * 4, "ceilings.stage_b");

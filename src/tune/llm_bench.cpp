@@ -261,7 +261,7 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
         k.floor_us = std::max(bytes_us, k.dispatches * ceilings.dispatch_gpu_us);
         k.chain_us = cb.profile_step_us - median(decode_step_gpu_us(model, ids, profiled, name));
         // The one-dispatch residual MLP hands over two stages inside the kernel.
-        const double stages = k.dispatches * (label_matches(name, "residual_mlp_q4") ? 3 : 1);
+        const double stages = k.dispatches * (label_matches(name, "residual_mlp_q4") ? llm::Lfm2Model::kResidualMlpStages : 1);
         k.chain_floor_us = stages * ceilings.stage_gpu_us + bytes_us;
         cb.kernels.push_back(k);
       }
