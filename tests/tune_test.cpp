@@ -226,6 +226,10 @@ TEST(Ceilings, ReadUsesTheGridAskedFor) {
   EXPECT_GT(c.read_gbps, 0.0);
   EXPECT_EQ(c.to_json()["read_groups"], 4);
   EXPECT_GE(c.warmup_ms, 500.0) << "an idle GPU clocks up during the untimed reads first";
+  EXPECT_GE(c.read_rounds, 2) << "a round is compared with the one before";
+  EXPECT_LE(c.read_rounds, 8);
+  EXPECT_GT(c.read_gbps_first, 0.0);
+  EXPECT_EQ(c.to_json()["read_rounds"], c.read_rounds);
   EXPECT_THROW(tune::measure_ceilings(test::test_device(), test::test_kernels(), {.max_bytes = 1 << 20, .repeats = 1, .read_groups = 0}), Error);
 }
 

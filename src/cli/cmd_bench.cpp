@@ -44,8 +44,9 @@ void add_bench_gpu(CLI::App& bench) {
       return;
     }
     std::printf("device: %s (%s, %s)\n", a.name().c_str(), a.backend.c_str(), a.type.c_str());
-    std::printf("read bandwidth       %10.1f GB/s  (%.0f MiB in %.1f us, %u workgroups, median of %d)\n", c.read_gbps,
-                c.bytes_read / (1 << 20), c.bytes_read / c.read_gbps / 1e3, c.read_groups, o->repeats);
+    std::printf("read bandwidth       %10.1f GB/s  (%.0f MiB in %.1f us, %u workgroups, median of %d, round %d; the first %.1f)\n",
+                c.read_gbps, c.bytes_read / (1 << 20), c.bytes_read / c.read_gbps / 1e3, c.read_groups, o->repeats, c.read_rounds,
+                c.read_gbps_first);
     std::printf("dispatch, GPU time   %10.2f us    (up to 1000 tiny dispatches in one pass)\n", c.dispatch_gpu_us);
     std::printf("dependent stage      %10.2f us    (up to 1000 dispatches of %u workgroups in one pass, each reading the last one's output",
                 c.stage_gpu_us, c.stage_groups);

@@ -19,6 +19,8 @@ struct Ceilings {
   double dispatch_cpu_us = 0;     // CPU encode + submit + wait per dispatch, many in one submit
   double submit_wait_us = 0;      // one tiny submit + wait for completion
   double warmup_ms = 0;           // wall time of the untimed reads first
+  double read_gbps_first = 0;     // the first timed round's median (below read_gbps: clocks still rising)
+  int read_rounds = 0;            // timed rounds of the read until one was no faster than the one before
   nlohmann::json to_json() const;
 };
 
