@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -53,10 +54,15 @@ class Instance {
   // into enumerate(), or a case-insensitive substring of the adapter's name/vendor/driver.
   Found select(const std::string& selector) const;
 
-  // Runs Dawn's callbacks until `done` becomes true.
+  // Runs Dawn's callbacks until `done` becomes true. Polls without pause for the first ~100
+  // polls (a GPU round trip is ~20 us), then yields the core between polls: on a CPU adapter the
+  // GPU's work runs on this machine's cores, and a spinning waiter takes one of them.
   template <typename Pred>
   void wait_until(Pred done) const {
-    while (!done()) wgpuInstanceProcessEvents(instance_.get());
+    for (int polls = 0; !done(); polls++) {
+      wgpuInstanceProcessEvents(instance_.get());
+      if (polls >= 100) std::this_thread::yield();
+    }
   }
 
  private:
