@@ -407,6 +407,7 @@ uint64_t Lfm2Model::decode_weight_bytes() const {
 
 void Lfm2Model::reset() {
   position_ = 0;
+  decode_steps_ = 0;
   clear_state_ = true;
 }
 
@@ -442,6 +443,13 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
     for (size_t i = 0; i < layers_.size(); i++) {
       const gpu::Binding state = conv_state(i);
       if (*state.buffer) rec.clear(*state.buffer, state.offset, state.size);
+      // The residual MLP's tagged words and stage counters start over with decode_steps_ (a step
+      // recorded without it, as the profile's leave-one-out does, leaves its counters behind).
+      // The status word stays: a wait that gave up is reported until the model is rebuilt.
+      if (residual_mlp_) {
+        rec.clear(residual_scratch_, residual_stride_ * i, residual_status_offset_);
+        rec.clear(residual_scratch_, residual_stride_ * i + residual_status_offset_ + 4, residual_stride_ - residual_status_offset_ - 4);
+      }
     }
     clear_state_ = false;
   }

@@ -67,7 +67,8 @@ class Lfm2Model {
   uint32_t capacity() const { return capacity_; }
   uint32_t position() const { return position_; }
 
-  // Starts a new sequence: position 0, conv states zeroed (at the next step).
+  // Starts a new sequence: position 0, conv states and the residual MLP's hand-over words zeroed
+  // (at the next step).
   void reset();
 
   // Runs `ids` from the current position (chunked, one submit per chunk); the logits of the last
