@@ -40,9 +40,13 @@ void Recorder::end_pass() {
   pass_ = nullptr;
 }
 
-bool Recorder::skip_left_out(const std::string& region) {
-  if (left_out_.empty() || region != left_out_) return false;
-  dispatches_++;  // still one of the graph's dispatches (Lfm2Model counts them)
+bool Recorder::begin_dispatch(const Kernel& kernel, const BindGroup& group, const std::string& region) {
+  const std::string& name = region.empty() ? kernel.label() : region;
+  dispatches_++;  // a left-out dispatch is still one of the graph's (Lfm2Model counts them)
+  if (!left_out_.empty() && name == left_out_) return false;
+  begin_pass(name);
+  wgpuComputePassEncoderSetPipeline(pass_, kernel.pipeline());
+  wgpuComputePassEncoderSetBindGroup(pass_, 0, group.get(), 0, nullptr);
   return true;
 }
 
@@ -54,24 +58,12 @@ void Recorder::dispatch(const Kernel& kernel, const BindGroup& group, uint32_t x
                     " workgroups exceeds maxComputeWorkgroupsPerDimension (" + std::to_string(max) + ")",
                 "kernel " + kernel.label());
   if (x == 0 || y == 0 || z == 0) return;
-  const std::string& name = region.empty() ? kernel.label() : region;
-  if (skip_left_out(name)) return;
-  begin_pass(name);
-  wgpuComputePassEncoderSetPipeline(pass_, kernel.pipeline());
-  wgpuComputePassEncoderSetBindGroup(pass_, 0, group.get(), 0, nullptr);
-  wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
-  dispatches_++;
+  if (begin_dispatch(kernel, group, region)) wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
 }
 
 void Recorder::dispatch_indirect(const Kernel& kernel, const BindGroup& group, const Buffer& args, uint64_t offset,
                                  const std::string& region) {
-  const std::string& name = region.empty() ? kernel.label() : region;
-  if (skip_left_out(name)) return;
-  begin_pass(name);
-  wgpuComputePassEncoderSetPipeline(pass_, kernel.pipeline());
-  wgpuComputePassEncoderSetBindGroup(pass_, 0, group.get(), 0, nullptr);
-  wgpuComputePassEncoderDispatchWorkgroupsIndirect(pass_, args.get(), offset);
-  dispatches_++;
+  if (begin_dispatch(kernel, group, region)) wgpuComputePassEncoderDispatchWorkgroupsIndirect(pass_, args.get(), offset);
 }
 
 void Recorder::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t size) {

@@ -54,7 +54,9 @@ class Recorder {
  private:
   void begin_pass(const std::string& region);
   void end_pass();
-  bool skip_left_out(const std::string& region);  // true (and counted) for a left-out dispatch
+  // Counts a dispatch and, unless its region is left out, sets up its pass, pipeline and bind
+  // group (then true: the caller records the dispatch itself).
+  bool begin_dispatch(const Kernel& kernel, const BindGroup& group, const std::string& region);
   void ensure_encoder();
 
   const Device& device_;
