@@ -108,6 +108,11 @@ TEST(ResidualMlpQ4, WorkgroupsWaitForEachOther) {
   uint32_t status = 0;
   EXPECT_LT(run_steps(b, {.workgroups = 2, .workgroup_size = 64, .lanes = 16}, 4, 721, &status), 1e-5);
   EXPECT_EQ(status, 0u) << "a wait gave up: the two workgroups did not run at once";
+  // One gate_up tile (32 rows of 32 a tile) for two workgroups: the second has down tiles but never
+  // staged m, so it adds the residual back from the scratch words.
+  Block narrow = make_block(256, 32, 256, 722);
+  EXPECT_LT(run_steps(narrow, {.workgroups = 2, .workgroup_size = 256, .lanes = 8}, 3, 723, &status), 1e-5);
+  EXPECT_EQ(status, 0u);
 }
 
 TEST(ResidualMlpQ4, RejectsBadConfigs) {

@@ -48,7 +48,7 @@ ResidualMlpQ4::ResidualMlpQ4(gpu::KernelCache& kernels, const ResidualMlpConfig&
          "use more lanes per row");
   if (c.ffn / 4 > kMaxPieces * wg || c.hidden / 4 > kMaxPieces * wg)
     fail("an input would need more than " + std::to_string(kMaxPieces) + " pieces per lane", "use a larger workgroup");
-  const uint64_t shared = uint64_t(widest) * 4 + 3ull * wg * 4;  // staged input, row partials, reduce.wgsl's partials
+  const uint64_t shared = uint64_t(widest) * 4 + uint64_t(c.hidden) * 4 + 3ull * wg * 4;  // staged input, m, row partials, reduce.wgsl's partials
   if (shared > lim.maxComputeWorkgroupStorageSize)
     fail("needs " + std::to_string(shared) + " bytes of workgroup memory, above the device's " + std::to_string(lim.maxComputeWorkgroupStorageSize),
          "use a smaller workgroup");

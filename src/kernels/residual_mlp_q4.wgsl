@@ -26,7 +26,9 @@
 // group of L lanes). For each tile it first loads its lanes' weight blocks into registers, then
 // (on its first tile of the stage) waits for and stages the stage's input in workgroup memory, so
 // the weights' memory latency overlaps the wait for the other workgroups. (Holding several tiles'
-// blocks at once measured 50 us a step slower on an H100.)
+// blocks at once measured 50 us a step slower on an H100.) The residual a row adds to is read with
+// the weights too, and stage 2 takes m from workgroup memory (staged by stage 1), so no memory round
+// trip follows a tile's reduction (-3.7 us a step on an H100, 2026-12-07).
 //
 // Measured (H100, 2026-12-05, bench/NOTES.md): a stage handed over inside the kernel costs about
 // what a dispatch boundary does (~6 us), so a decode step gains ~2%; `ember tune` enables it only
@@ -71,6 +73,9 @@ const MAX_HELD = 8u;    // weight blocks a lane holds (C++ checks ceil(cols / 32
 const MAX_PIECES = 4u;  // input vec4 a lane waits for per stage (C++ checks F / 4 <= 4 * WG)
 
 var<workgroup> x_shared: array<vec4<f32>, XS>;
+// m as stage 1 read it: stage 2 adds its rows back from here instead of a round trip to memory at
+// the end of every tile (only in workgroups that had a stage-1 tile; the others read the scratch).
+var<workgroup> m_shared: array<vec4<f32>, H / 4u>;
 var<workgroup> partials: array<f32, 2u * WG>;
 
 var<private> tag: u32;
@@ -190,6 +195,7 @@ fn stage_input(s: u32, li: u32, sgl: u32) {
       let v = settle4(base + i, words[k]);
       if (s == 1u) {
         ss += dot(v, v);
+        m_shared[i] = v;
         x_shared[x_slot(i)] = v * norm_w[i];
       } else {
         x_shared[x_slot(i)] = v;
@@ -263,8 +269,16 @@ fn run_stage(s: u32, wg_index: u32, groups: u32, li: u32, sgl: u32) {
   let nr = stage_nr(s);
   let rows = stage_rows(s);
   let tiles = (rows + RT - 1u) / RT;
+  let m_staged = wg_index < (F + RT - 1u) / RT;  // this workgroup ran a stage-1 tile
   for (var t = wg_index; t < tiles; t += groups) {
     let row = t * RT + group;
+    // The residual word this tile's row adds to, read now: its latency hides under the dots.
+    var residual = 0.0;
+    var residual_word = 0u;
+    if (lane == 0u && row < rows) {
+      if (s == 0u) { residual = x[row]; }
+      if (s == 2u && !m_staged) { residual_word = atomicLoad(&scratch[row]); }
+    }
     // 1. This lane's weight blocks of the tile into registers, every load issued before any is used.
     var held_w: array<vec4<u32>, MAX_HELD>;
     var held_s: array<f32, MAX_HELD>;
@@ -294,12 +308,19 @@ fn run_stage(s: u32, wg_index: u32, groups: u32, li: u32, sgl: u32) {
     if (lane == 0u && row < rows) {
       let total = group_total(group, 0u, sgl);
       switch s {
-        case 0u: { atomicStore(&scratch[row], tagged(x[row] + total)); }
+        case 0u: { atomicStore(&scratch[row], tagged(residual + total)); }
         case 1u: {
           let g = total * norm_scale;
           atomicStore(&scratch[H + row], tagged(silu(g) * group_total(group, 1u, sgl) * norm_scale));
         }
-        default: { x[row] = bitcast<f32>(settle(row, atomicLoad(&scratch[row]))) + total; }
+        default: {
+          if (m_staged) {
+            residual = m_shared[row / 4u][row % 4u];
+          } else {
+            residual = bitcast<f32>(settle(row, residual_word));
+          }
+          x[row] = residual + total;
+        }
       }
     }
     workgroupBarrier();  // partials is reused by the next tile
