@@ -61,7 +61,7 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
     key.file = direct.file = "attention_decode_quad.wgsl";
     key.constants = {{"WG", wg}, {"SG_MIN", sg_min}};
     // One block (DIRECT) runs one workgroup per head, wide so that its quads cover a long context
-    // in a short chain (the merge buffer is WG / SG_MIN x 256 bytes), but not so wide that a lane's
+    // in a short chain (the merge buffer is WG / SG_MIN x 264 bytes), but not so wide that a lane's
     // K/V rows in flight spill: on the H200 the kernel at 512 threads took 14.0 us vs 20.2 at 1024
     // (192 positions), and a decode step at 1024 positions 443 vs 588 us (bench/NOTES.md, 2026-12-04).
     const uint32_t widest = widest_direct_workgroup(device);
@@ -70,7 +70,7 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
       throw Error("direct_workgroup " + std::to_string(direct_wg) + " must be a power of two in " + std::to_string(wg) + ".." +
                       std::to_string(widest) + " (the tile workgroup .. the adapter's limit)",
                   "AttentionDecode", "use 0 for the default");
-    while (direct_wg > wg && uint64_t(direct_wg) / sg_min * 256 + 1024 > device.limits().maxComputeWorkgroupStorageSize) direct_wg /= 2;
+    while (direct_wg > wg && uint64_t(direct_wg) / sg_min * (256 + 8) > device.limits().maxComputeWorkgroupStorageSize) direct_wg /= 2;
     direct.constants = {{"WG", direct_wg}, {"SG_MIN", sg_min}};
     direct_threads_ = direct_wg;
     if (config_.norm_rope_kv) {

@@ -42,9 +42,8 @@ override QUADS: u32 = WG / 4u;
 override SG_MIN: u32 = 4u;  // the adapter's smallest subgroup (sizes the merge buffer)
 const MASKED = -1.0e30;
 
-#include "reduce.wgsl"
-
 var<workgroup> merged: array<vec4<f32>, WG / SG_MIN * 16u>;  // [subgroup][16 vec4 = 64 dims]
+var<workgroup> merged_stats: array<vec2<f32>, WG / SG_MIN>;  // [subgroup] (max, sum of exp)
 
 #if NORM_ROPE_KV
 // One head's RMSNorm (weight w) and RoPE (c, s: cos and sin of its angles), spread over a quad:
@@ -104,6 +103,21 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let part = li % 4u;
   let quad = li / 4u;
 
+  // Keys below `cached` come from the cache (NORM_ROPE_KV: the current position is fresh).
+#if NORM_ROPE_KV
+  let cached = st.start;
+#else
+  let cached = L;
+#endif
+  let seq_base = st.seq * p.seq_stride / 4u + part * 4u;
+#if DIRECT
+  // One workgroup per head: its first round's rows are loaded before anything else, so that their
+  // latency overlaps the q loads, the norms and the append (which writes only row `cached`, never
+  // read here). With many blocks the rows held across the norms cost more occupancy than the
+  // latency they hide (H100, bench/NOTES.md 2026-12-07: ctx 128 +0.7%, ctx 2048 -0.8%).
+  var next = load_kv(seq_base, kvh, begin + quad, cached);
+#endif
+
   let qbase = (st.seq * p.q_stride + p.q_offset + h * 64u) / 4u + part * 4u;
   var qv: array<vec4<f32>, 4>;
 #if NORM_ROPE_KV
@@ -141,13 +155,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   for (var b = 0u; b < 4u; b++) { qv[b] = q[qbase + b] * p.scale; }
 #endif
 
-  // Keys below `cached` come from the cache (NORM_ROPE_KV: the current position is fresh).
-#if NORM_ROPE_KV
-  let cached = pos;
-#else
-  let cached = L;
+#if !DIRECT
+  var next = load_kv(seq_base, kvh, begin + quad, cached);
 #endif
-  let seq_base = st.seq * p.seq_stride / 4u + part * 4u;
   var m = MASKED;
   var l = 0.0;
   var acc: array<vec4<f32>, 4>;
@@ -155,7 +165,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   // row and keeps its state. Each round's K and V rows are loaded together one round ahead, so a
   // round waits on no memory once the first has arrived.
   let rounds = (end - begin + QUADS - 1u) / QUADS;
-  var next = load_kv(seq_base, kvh, begin + quad, cached);
   for (var i = 0u; i < rounds; i++) {
     let cur = next;
     if (i + 1u < rounds) { next = load_kv(seq_base, kvh, begin + (i + 1u) * QUADS + quad, cached); }
@@ -186,22 +195,35 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     }
   }
 
-  // Merge the quads: rescale each to the workgroup's max, sum the accumulators over a subgroup's
-  // quads (xor shuffles keep `part`), then over the subgroups.
-  let M = workgroup_max(m, li, sg_size);
-  let f = exp(m - M);  // a quad without keys has l = 0 and acc = 0: its factor does not matter
-  let total_l = workgroup_sum(select(0.0, l * f, part == 0u), li, sg_size);
+  // Merge the quads in one barrier: each subgroup rescales its quads to the subgroup's max and
+  // sums them by xor shuffles (which keep `part`); its first quad writes the subgroup's max, sum
+  // and 64 dims to workgroup memory; then 16 lanes rescale and sum the subgroups. (A workgroup-wide
+  // max, then sum, then merge took five barriers.) A quad without keys has m = MASKED, l = 0 and
+  // acc = 0: its factor does not matter.
+  let m_sg = subgroupMax(m);
+  let f = exp(m - m_sg);
+  let l_sg = subgroupAdd(select(0.0, l * f, part == 0u));
   for (var b = 0u; b < 4u; b++) { acc[b] *= f; }
   for (var off = 4u; off < sg_size; off <<= 1u) {
     for (var b = 0u; b < 4u; b++) { acc[b] += subgroupShuffleXor(acc[b], off); }
   }
+  let g = li / sg_size;
   if (li % sg_size < 4u) {
-    for (var b = 0u; b < 4u; b++) { merged[(li / sg_size) * 16u + part * 4u + b] = acc[b]; }
+    for (var b = 0u; b < 4u; b++) { merged[g * 16u + part * 4u + b] = acc[b]; }
   }
+  if (li % sg_size == 0u) { merged_stats[g] = vec2<f32>(m_sg, l_sg); }
   workgroupBarrier();
   if (li < 16u) {
+    let subgroups = WG / sg_size;
+    var M = MASKED;
+    for (var i = 0u; i < subgroups; i++) { M = max(M, merged_stats[i].x); }
     var sum = vec4<f32>(0.0);
-    for (var g = 0u; g < WG / sg_size; g++) { sum += merged[g * 16u + li]; }
+    var total_l = 0.0;
+    for (var i = 0u; i < subgroups; i++) {
+      let w = exp(merged_stats[i].x - M);
+      sum += w * merged[i * 16u + li];
+      total_l += w * merged_stats[i].y;
+    }
 #if DIRECT
     let o = (st.seq * p.heads + h) * 64u + li * 4u;
     let r = sum / total_l;
