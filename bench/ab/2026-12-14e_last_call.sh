@@ -13,7 +13,7 @@ for round in 1 2; do
     bench_llm $bin /tmp/c_pack ${b}_$round --context 128 2048
   done
 done
-if [ $SECONDS -lt 120 ]; then
+if [ $SECONDS -lt 100 ]; then
   tune_pack /tmp/t_pack tune
   tail -1 "$OUT/tune.err"
   for round in 1 2; do bench_llm ember /tmp/t_pack tuned_$round --context 128 1024 2048; done
