@@ -128,6 +128,7 @@ fn stage_rows(s: u32) -> u32 {
   if (s == 1u) { return F; }
   return H;
 }
+fn stage_tiles(s: u32) -> u32 { return (stage_rows(s) + RT - 1u) / RT; }
 fn stage_nr(s: u32) -> u32 {  // weight rows per output row: gate and up in stage 1
   if (s == 1u) { return 2u; }
   return 1u;
@@ -268,9 +269,8 @@ fn run_stage(s: u32, wg_index: u32, groups: u32, li: u32, sgl: u32) {
   let iters = (blocks + L - 1u) / L;
   let nr = stage_nr(s);
   let rows = stage_rows(s);
-  let tiles = (rows + RT - 1u) / RT;
-  let m_staged = wg_index < (F + RT - 1u) / RT;  // this workgroup ran a stage-1 tile
-  for (var t = wg_index; t < tiles; t += groups) {
+  let m_staged = wg_index < stage_tiles(1u);  // this workgroup ran a stage-1 tile
+  for (var t = wg_index; t < stage_tiles(s); t += groups) {
     let row = t * RT + group;
     // The residual word this tile's row adds to, read now: its latency hides under the dots.
     var residual = 0.0;
