@@ -344,6 +344,20 @@ TEST(Lfm2Engine, ResidualMlpInOneDispatchMatchesReference) {
   fs::remove_all(dir);
 }
 
+// With decodePrefetch (on by default on GPUs, off on lavapipe) each layer's one dispatch also reads
+// the next layer's mix-in weights, the last one the head's first rows: the logits stay the same.
+TEST(Lfm2Engine, ResidualMlpReadingAheadMatchesReference) {
+  fs::path dir = fs::temp_directory_path() / "ember_residual_mlp_prefetch" / std::to_string(getpid());
+  const uint32_t workgroups = std::thread::hardware_concurrency() >= 2 ? 2 : 1;
+  auto p = test::with_candidate(test::lfm2_test_pack("tiny"), dir, {{"residualMlpWorkgroups", workgroups}, {"decodePrefetch", true}});
+  check_against_reference(p, 6, 10, /*check_tokens=*/true);
+  auto pk = formats::LlmPack::open(p);
+  llm::Lfm2Model m(test::test_device(), test::test_kernels(), pk, {.prefill_chunk = 8, .quiet = true});
+  EXPECT_TRUE(m.residual_mlp());
+  EXPECT_TRUE(m.choices().prefetch);
+  fs::remove_all(dir);
+}
+
 // The seed shape's matrices (hidden 1024, ffn 2560: three blocks a lane in down) through the one
 // dispatch give the separate dispatches' logits; on a GPU with a grid of 64 workgroups.
 TEST(Lfm2Engine, SeedShapeResidualMlpKeepsTheLogits) {

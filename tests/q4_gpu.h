@@ -35,6 +35,31 @@ inline DeviceQ4 upload_q4(const reference::Q4Host& m, const std::string& name = 
   return d;
 }
 
+// Symmetric matrices in one buffer, each part at a 256-byte aligned place, as the pack loader
+// places a model's weights (kernels that bind several matrices as one range need that).
+struct DeviceQ4Set {
+  gpu::Buffer buffer;
+  std::vector<kernels::Q4Matrix> matrices;
+};
+
+inline DeviceQ4Set upload_q4_together(const std::vector<const reference::Q4Host*>& ms, const std::string& name = "weights") {
+  auto& dev = test_device();
+  auto place = [](uint64_t bytes) { return (bytes + 255) / 256 * 256; };
+  uint64_t size = 0;
+  for (const auto* m : ms) size += place(m->quant.size() * 4) + place(m->scales.size() * 4);
+  DeviceQ4Set d;
+  d.buffer = dev.create_storage(size, name);
+  uint64_t at = 0;
+  for (const auto* m : ms) {
+    const uint64_t q = at, s = q + place(m->quant.size() * 4);
+    dev.upload(d.buffer, std::span<const uint32_t>(m->quant), q);
+    dev.upload(d.buffer, std::span<const float>(m->scales), s);
+    d.matrices.push_back({.quant = {&d.buffer, q, m->quant.size() * 4}, .scales = {&d.buffer, s, m->scales.size() * 4}, .rows = m->rows, .cols = m->cols});
+    at = s + place(m->scales.size() * 4);
+  }
+  return d;
+}
+
 inline gpu::Buffer upload_floats(const std::vector<float>& v, const std::string& name) {
   auto& dev = test_device();
   gpu::Buffer b = dev.create_storage(v.size() * 4, name);

@@ -4,6 +4,7 @@
 // words), and a grid that cannot be resident at once must report it instead of hanging.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
 
 #include "common/error.h"
@@ -49,15 +50,15 @@ double run_steps(const Block& b, kernels::ResidualMlpConfig cfg, uint32_t steps,
   cfg.ffn = b.ffn;
   cfg.proj_cols = b.proj_cols;
   kernels::ResidualMlpQ4 k(test::test_kernels(), cfg);
-  auto proj = test::upload_q4(b.proj, "proj");
-  auto gu = test::upload_q4(b.gate_up, "gate_up");
-  auto down = test::upload_q4(b.down, "down");
+  auto w = test::upload_q4_together({&b.proj, &b.gate_up, &b.down});
+  const kernels::Q4Matrix &proj = w.matrices[0], &gu = w.matrices[1], &down = w.matrices[2];
   gpu::Buffer nb = test::upload_floats(b.norm_w, "norm_w");
   gpu::Buffer xb = dev.create_storage(uint64_t(b.hidden) * 4, "x");
   gpu::Buffer yb = dev.create_storage(uint64_t(b.proj_cols) * 4, "y");
   gpu::Buffer scratch = test::upload_floats(std::vector<float>(k.scratch_bytes() / 4, 0.0f), "scratch");
   gpu::Buffer step = kernels::create_step_buffer(dev);
-  auto bound = k.bind(proj.matrix, gu.matrix, down.matrix, {&yb}, {&xb}, {&nb}, {&scratch}, {&step});
+  // With prefetch, any matrix will do as the next dispatch's weights: its reads change nothing.
+  auto bound = k.bind(proj, gu, down, {&yb}, {&xb}, {&nb}, {&scratch}, {&step}, cfg.prefetch ? &gu : nullptr);
   double worst = 0;
   for (uint32_t s = 1; s <= steps; s++) {
     auto x = test::random_floats(b.hidden, seed + 10 * s, 2.0f);
@@ -68,7 +69,8 @@ double run_steps(const Block& b, kernels::ResidualMlpConfig cfg, uint32_t steps,
     gpu::Recorder rec(dev);
     k.record(rec, bound);
     rec.submit();
-    worst = std::max(worst, test::rel_l2(dev.download_as<float>(xb), reference_block(b, x, y, cfg.eps)));
+    const double err = test::rel_l2(dev.download_as<float>(xb), reference_block(b, x, y, cfg.eps));
+    worst = std::isnan(err) ? err : std::max(worst, err);  // a NaN must fail the caller's EXPECT_LT
   }
   if (status) *status = dev.download_as<uint32_t>(scratch, k.status_offset(), 1)[0];
   return worst;
@@ -106,13 +108,46 @@ TEST(ResidualMlpQ4, WorkgroupsWaitForEachOther) {
   if (cores < 2) GTEST_SKIP() << "one core: a grid of several workgroups cannot be resident";
   Block b = make_block(256, 320, 256, 720);
   uint32_t status = 0;
-  EXPECT_LT(run_steps(b, {.workgroups = 2, .workgroup_size = 64, .lanes = 16}, 4, 721, &status), 1e-5);
-  EXPECT_EQ(status, 0u) << "a wait gave up: the two workgroups did not run at once";
+  for (uint32_t slack : {0u, 1u, 2u}) {  // wait for both, for one, for none (the words alone)
+    EXPECT_LT(run_steps(b, {.workgroups = 2, .workgroup_size = 64, .lanes = 16, .wait_slack = slack}, 4, 721, &status), 1e-5)
+        << "slack " << slack;
+    EXPECT_EQ(status, 0u) << "a wait gave up: the two workgroups did not run at once";
+  }
   // One gate_up tile (32 rows of 32 a tile) for two workgroups: the second has down tiles but never
   // staged m, so it adds the residual back from the scratch words.
   Block narrow = make_block(256, 32, 256, 722);
   EXPECT_LT(run_steps(narrow, {.workgroups = 2, .workgroup_size = 256, .lanes = 8}, 3, 723, &status), 1e-5);
   EXPECT_EQ(status, 0u);
+}
+
+// Reading the next dispatch's weights ahead, from each stage: in the narrow block the second
+// workgroup has no gate_up tile, so at stage 1 it reads ahead on the no-tile path.
+TEST(ResidualMlpQ4, PrefetchKeepsTheResults) {
+  const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
+  if (cores < 2) GTEST_SKIP() << "one core: a grid of several workgroups cannot be resident";
+  Block narrow = make_block(256, 32, 256, 730);
+  for (uint32_t stage = 0; stage < 3; stage++) {
+    uint32_t status = 0;
+    EXPECT_LT(run_steps(narrow, {.workgroups = 2, .workgroup_size = 256, .lanes = 8, .prefetch = true, .prefetch_stage = stage}, 2, 731 + stage, &status), 1e-5)
+        << "prefetch from stage " << stage;
+    EXPECT_EQ(status, 0u);
+  }
+  auto& kernels = test::test_kernels();
+  kernels::ResidualMlpQ4 plain(kernels, {.hidden = 64, .ffn = 64, .proj_cols = 64, .workgroups = 1});
+  kernels::ResidualMlpQ4 reading(kernels, {.hidden = 64, .ffn = 64, .proj_cols = 64, .workgroups = 1, .prefetch = true});
+  Block b = make_block(64, 64, 64, 735);
+  auto w = test::upload_q4_together({&b.proj, &b.gate_up, &b.down});
+  const kernels::Q4Matrix &proj = w.matrices[0], &gu = w.matrices[1], &down = w.matrices[2];
+  gpu::Buffer v = test::test_device().create_storage(64 * 4, "v");
+  gpu::Buffer scratch = test::test_device().create_storage(plain.scratch_bytes(), "scratch");
+  gpu::Buffer step = kernels::create_step_buffer(test::test_device());
+  EXPECT_NO_THROW(plain.bind(proj, gu, down, {&v}, {&v}, {&v}, {&scratch}, {&step}));
+  EXPECT_THROW(plain.bind(proj, gu, down, {&v}, {&v}, {&v}, {&scratch}, {&step}, &gu), Error);
+  EXPECT_NO_THROW(reading.bind(proj, gu, down, {&v}, {&v}, {&v}, {&scratch}, {&step}));  // nothing to read ahead (the last layer)
+  // Matrices in buffers of their own cannot be bound as one range.
+  auto apart = test::upload_q4(b.down, "down apart");
+  EXPECT_THROW(plain.bind(proj, gu, apart.matrix, {&v}, {&v}, {&v}, {&scratch}, {&step}), Error);
+  EXPECT_THROW(kernels::ResidualMlpQ4(kernels, {.hidden = 64, .ffn = 64, .proj_cols = 64, .workgroups = 1, .prefetch = true, .prefetch_stage = 3}), Error);
 }
 
 TEST(ResidualMlpQ4, RejectsBadConfigs) {

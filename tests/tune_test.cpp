@@ -469,11 +469,12 @@ TEST(Tune, ResidualMlpSearchChecksEveryGrid) {
   shape.layer_types = {formats::LayerType::Conv};
   shape.hidden = 128;
   shape.ffn = 192;
-  auto proj = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(128 * 128, 1, 0.5f), 128, 128), "proj");
-  auto gu = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(2 * 192 * 128, 2), 2 * 192, 128), "gate_up");
-  auto down = test::upload_q4(reference::quantize_q4_symmetric(test::random_floats(128 * 192, 3, 0.5f), 128, 192), "down");
+  const auto proj = reference::quantize_q4_symmetric(test::random_floats(128 * 128, 1, 0.5f), 128, 128);
+  const auto gu = reference::quantize_q4_symmetric(test::random_floats(2 * 192 * 128, 2), 2 * 192, 128);
+  const auto down = reference::quantize_q4_symmetric(test::random_floats(128 * 192, 3, 0.5f), 128, 192);
+  auto w = test::upload_q4_together({&proj, &gu, &down});  // the one dispatch binds them as one range
   tune::MatvecConfigChoice mv{.variant = kernels::Q4Variant::v3_both, .geometry = {.workgroup_size = 64, .subgroup_size = 8}};
-  auto r = tune::search_residual_mlp(test::test_kernels(), timer, shape, {proj.matrix, gu.matrix, down.matrix, mv, mv, mv},
+  auto r = tune::search_residual_mlp(test::test_kernels(), timer, shape, {w.matrices[0], w.matrices[1], w.matrices[2], mv, mv, mv},
                                      tune::Clock::now() + std::chrono::seconds(600));
   EXPECT_GT(r.separate_us, 0);
   ASSERT_FALSE(r.tried.empty());

@@ -10,13 +10,14 @@ namespace {
 
 struct ResidualMlpParams {  // mirrors `Params` in residual_mlp_q4.wgsl
   float eps;
-  uint32_t pad0, pad1, pad2;
+  uint32_t never, pf_quant_len, pf_scales_len;
+  uint32_t quant_at[4], scales_at[4];
 };
-static_assert(sizeof(ResidualMlpParams) == 16);
+static_assert(sizeof(ResidualMlpParams) == 48);
 
 constexpr uint32_t kMaxHeld = 8;    // MAX_HELD in the kernel
 constexpr uint32_t kMaxPieces = 4;  // MAX_PIECES
-constexpr uint32_t kBindings = 10;  // storage buffers the kernel binds
+constexpr uint32_t kBindings = 6;   // storage buffers the kernel binds
 
 }  // namespace
 
@@ -40,6 +41,7 @@ ResidualMlpQ4::ResidualMlpQ4(gpu::KernelCache& kernels, const ResidualMlpConfig&
   if (lim.maxStorageBuffersPerShaderStage < kBindings)
     fail("the kernel binds " + std::to_string(kBindings) + " storage buffers; this device allows " + std::to_string(lim.maxStorageBuffersPerShaderStage),
          "leave the fusion off on this device");
+  if (c.prefetch_stage > 2) fail("prefetch stage " + std::to_string(c.prefetch_stage), "give a stage 0, 1 or 2");
   const uint32_t widest = std::max({c.proj_cols, c.hidden, c.ffn});
   // Blocks a lane holds: ceil(blocks / lanes) per weight row, two rows (gate and up) in stage 1.
   auto held = [&](uint32_t cols, uint32_t rows) { return (cols / 32 + lanes - 1) / lanes * rows; };
@@ -60,8 +62,13 @@ ResidualMlpQ4::ResidualMlpQ4(gpu::KernelCache& kernels, const ResidualMlpConfig&
                                    {"F", c.ffn},
                                    {"CO", c.proj_cols},
                                    {"SPIN", spin_limit},
+                                   {"SLACK", c.wait_slack.value_or(c.workgroups / 4)},
                                    {"XS", widest / 4}}};
   if (use_subgroups(device, c.reduction, where)) key.defines.insert("SUBGROUPS");
+  if (c.prefetch) {
+    key.defines.insert("PREFETCH");
+    key.constants.push_back({"PF_STAGE", c.prefetch_stage});
+  }
   kernel_ = &kernels.get(key);
 }
 
@@ -69,7 +76,7 @@ uint64_t ResidualMlpQ4::scratch_bytes() const { return status_offset() + 16; }
 uint64_t ResidualMlpQ4::status_offset() const { return (uint64_t(config_.hidden) + config_.ffn) * 4; }
 
 Bound ResidualMlpQ4::bind(const Q4Matrix& proj, const Q4Matrix& gate_up, const Q4Matrix& down, gpu::Binding y, gpu::Binding x,
-                          gpu::Binding norm_weight, gpu::Binding scratch, gpu::Binding step) const {
+                          gpu::Binding norm_weight, gpu::Binding scratch, gpu::Binding step, const Q4Matrix* next) const {
   const ResidualMlpConfig& c = config_;
   const std::string where = kernel_->label();
   check_q4_matrix(proj, c.hidden, c.proj_cols, false, where);
@@ -80,10 +87,38 @@ Bound ResidualMlpQ4::bind(const Q4Matrix& proj, const Q4Matrix& gate_up, const Q
   require_binding(norm_weight, uint64_t(c.hidden) * 4, "norm weight", where);
   require_binding(scratch, scratch_bytes(), "scratch", where);
   require_binding(step, 16, "step", where);
+  if (next && !c.prefetch)
+    throw Error("a prefetch matrix was bound to a residual MLP without prefetch", where, "set ResidualMlpConfig::prefetch");
+  // The one range of the weights buffer that holds every part: quant as 16-byte words, scales as floats.
+  std::vector<gpu::Binding> parts{proj.quant, proj.scales, gate_up.quant, gate_up.scales, down.quant, down.scales};
+  if (next) parts.insert(parts.end(), {next->quant, next->scales});
+  const gpu::Device& device = kernels_.device();
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (const gpu::Binding& part : parts) {
+    if (part.buffer != proj.quant.buffer)
+      throw Error("the matrices are in different buffers", where, "place every matrix (and the one to read ahead) in one weights buffer");
+    if (part.offset % 16 != 0) throw Error("a matrix part starts at byte " + std::to_string(part.offset), where, "place each part at a multiple of 16 bytes");
+    lo = std::min(lo, part.offset);
+    hi = std::max(hi, part.offset + binding_bytes(part));
+  }
+  lo -= lo % device.limits().minStorageBufferOffsetAlignment;
+  hi = std::min((hi + 15) / 16 * 16, proj.quant.buffer->size());
+  if (hi - lo > device.limits().maxStorageBufferBindingSize)
+    throw Error("the matrices span " + std::to_string(hi - lo) + " bytes, above this device's maxStorageBufferBindingSize", where,
+                "place the matrices nearer each other in the weights buffer");
+  ResidualMlpParams params{.eps = c.eps, .never = 0, .pf_quant_len = 0, .pf_scales_len = 0, .quant_at = {}, .scales_at = {}};
+  for (size_t i = 0; i < parts.size() / 2; i++) {
+    params.quant_at[i] = static_cast<uint32_t>((parts[2 * i].offset - lo) / 16);
+    params.scales_at[i] = static_cast<uint32_t>((parts[2 * i + 1].offset - lo) / 4);
+  }
+  if (next) {
+    params.pf_quant_len = static_cast<uint32_t>(binding_bytes(next->quant) / 16);
+    params.pf_scales_len = static_cast<uint32_t>(binding_bytes(next->scales) / 16);
+  }
   Bound b;
-  b.params = kernels_.device().create_uniform(ResidualMlpParams{c.eps, 0, 0, 0}, "residual_mlp_q4 params");
-  b.group = kernels_.bind(*kernel_, {proj.quant, proj.scales, gate_up.quant, gate_up.scales, down.quant, down.scales, y, x, norm_weight, scratch,
-                                     step, {&b.params}});
+  b.params = device.create_uniform(params, "residual_mlp_q4 params");
+  const gpu::Binding weights{proj.quant.buffer, lo, hi - lo};
+  b.group = kernels_.bind(*kernel_, {weights, weights, y, x, norm_weight, scratch, step, {&b.params}});
   b.groups_x = c.workgroups;
   return b;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "kernels/q4_matrix.h"
 
@@ -18,6 +19,9 @@ struct ResidualMlpConfig {
   uint32_t workgroups = 0;       // the persistent grid (candidate extra key residualMlpWorkgroups)
   uint32_t workgroup_size = 256;
   uint32_t lanes = 32;           // lanes per row: a power of two dividing workgroup_size
+  // Workgroups that may still be busy with a stage when the others start polling its words
+  // (residual_mlp_q4.wgsl's wait_for_stage): none given, a quarter of the grid.
+  std::optional<uint32_t> wait_slack;
   float eps = 1e-5f;
   // Loads of one scratch word before a wait gives up and sets the status word (a grid that is not
   // resident). 0: the device's default, 2^20 on a GPU (~1 s on a big one, well past any real wait)
@@ -25,6 +29,10 @@ struct ResidualMlpConfig {
   // preempt for milliseconds: at 2^20 (a few ms there) a loaded machine made waits give up.
   uint32_t spin_limit = 0;
   Reduction reduction = Reduction::best;
+  // Read the next dispatch's weights (bind's `next`) into the L2 cache, starting in this stage
+  // (0-2, after the stage's own weight loads; from stage 1 measured fastest on an H200).
+  bool prefetch = false;
+  uint32_t prefetch_stage = 1;
 };
 
 class ResidualMlpQ4 {
@@ -39,11 +47,13 @@ class ResidualMlpQ4 {
   uint64_t status_offset() const;
 
   // proj [hidden][proj_cols], gate_up [2 * ffn][hidden] (gate rows, then up rows), down
-  // [hidden][ffn], all symmetric; y [proj_cols] f32, x [hidden] f32 (the residual, updated),
-  // norm_weight [hidden] f32; scratch (scratch_bytes(), zeroed); step (a step buffer: its
-  // decode_step counts this scratch's uses from 1).
+  // [hidden][ffn], all symmetric and in one buffer (each part at a multiple of 16 bytes, all within
+  // one storage binding's reach, as the pack loader places them); y [proj_cols] f32, x [hidden]
+  // f32 (the residual, updated), norm_weight [hidden] f32; scratch (scratch_bytes(), zeroed); step (a step buffer: its
+  // decode_step counts this scratch's uses from 1); next: with prefetch, the weights to read ahead
+  // (its quant and scales, whatever their rows and cols; none for the last layer).
   Bound bind(const Q4Matrix& proj, const Q4Matrix& gate_up, const Q4Matrix& down, gpu::Binding y, gpu::Binding x, gpu::Binding norm_weight,
-             gpu::Binding scratch, gpu::Binding step) const;
+             gpu::Binding scratch, gpu::Binding step, const Q4Matrix* next = nullptr) const;
   void record(gpu::Recorder& rec, const Bound& bound) const;
 
   const ResidualMlpConfig& config() const { return config_; }

@@ -3,7 +3,7 @@
 //   stage 1   h = silu(Wg n(m)) * (Wu n(m))         (n(v) = rmsnorm(v) * norm_w)
 //   stage 2   x = m + Wd h
 // with 4-bit matrices (q4_block.wgsl): Wo [H][CO], Wgu [2F][H] (gate rows, then up rows),
-// Wd [H][F].
+// Wd [H][F], all in one weights buffer.
 //
 // Why one dispatch: a decode step is a chain of small dependent kernels, ~6 us each on a big GPU
 // against ~2 us for an empty one; the hypothesis was that launch, ramp and drain make up the
@@ -30,6 +30,13 @@
 // the weights too, and stage 2 takes m from workgroup memory (staged by stage 1), so no memory round
 // trip follows a tile's reduction (-3.7 us a step on an H100, 2026-12-07).
 //
+// PREFETCH: the grid also reads the next dispatch's weights (the next layer's mix-in matvec) into
+// the L2 cache while it waits on its own hand-overs, as the decode matvecs do for theirs
+// (matvec_q4.wgsl): the dispatch after this one then starts on cache latency instead of memory
+// latency. From stage 1 (whose wait is the longest idle window) it measured -2.0 to -2.6 us a step
+// on an H200; from stage 0 or 2, or with the head's first MiB after the last layer, it cost 1-5 us
+// instead (2026-12-07, bench/NOTES.md).
+//
 // Measured (H100, 2026-12-05, bench/NOTES.md): a stage handed over inside the kernel costs about
 // what a dispatch boundary does (~6 us), so a decode step gains ~2%; `ember tune` enables it only
 // where it measures it faster.
@@ -41,24 +48,25 @@ enable subgroups;
 
 struct Params {
   eps: f32,
-  pad0: u32,
-  pad1: u32,
-  pad2: u32,
+  never: u32,          // 0: PREFETCH's guard store (which keeps its loads alive) never runs
+  pf_quant_len: u32,   // PREFETCH: 16-byte words of the matrix read ahead, then of its scales
+  pf_scales_len: u32,
+  quant_at: vec4<u32>,   // where stage 0, 1, 2's quant starts in wq (16-byte words), then the read-ahead's
+  scales_at: vec4<u32>,  // where their scales start in ws (floats), then the read-ahead's
 }
 
-@group(0) @binding(0) var<storage, read> wo: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read> so: array<f32>;
-@group(0) @binding(2) var<storage, read> wgu: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read> sgu: array<f32>;
-@group(0) @binding(4) var<storage, read> wd: array<vec4<u32>>;
-@group(0) @binding(5) var<storage, read> sd: array<f32>;
-@group(0) @binding(6) var<storage, read> y: array<vec4<f32>>;        // [CO]
-@group(0) @binding(7) var<storage, read_write> x: array<f32>;       // [H], the residual
-@group(0) @binding(8) var<storage, read> norm_w: array<vec4<f32>>;   // [H]
+// The matrices are ranges of one weights buffer (as a pack's loader places them), bound once for
+// the quant words and once for the scales: Dawn allows a shader 10 storage buffers, and six
+// bindings of their own left none for the read-ahead.
+@group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> ws: array<f32>;
+@group(0) @binding(2) var<storage, read> y: array<vec4<f32>>;        // [CO]
+@group(0) @binding(3) var<storage, read_write> x: array<f32>;       // [H], the residual
+@group(0) @binding(4) var<storage, read> norm_w: array<vec4<f32>>;   // [H]
 // m [H], h [F], the status word (nonzero once a wait gave up), then the counters of stages 0 and 1.
-@group(0) @binding(9) var<storage, read_write> scratch: array<atomic<u32>>;
-@group(0) @binding(10) var<uniform> step: Step;
-@group(0) @binding(11) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read_write> scratch: array<atomic<u32>>;
+@group(0) @binding(6) var<uniform> step: Step;
+@group(0) @binding(7) var<uniform> p: Params;
 
 override WG: u32 = 256u;
 override L: u32 = 32u;         // lanes per row: a power of two dividing WG
@@ -67,6 +75,8 @@ override F: u32 = 2560u;       // ffn rows
 override CO: u32 = 1024u;      // the out projection's cols (a multiple of 32)
 override SPIN: u32 = 1048576u; // loads of one word before a wait gives up
 override XS: u32 = 640u;       // vec4 of the widest input: max(CO, H, F) / 4
+override SLACK: u32 = 0u;      // workgroups that may still be busy with a stage when its readers poll its words
+override PF_STAGE: u32 = 1u;   // PREFETCH: the stage whose first tile (after its weight loads) reads ahead
 override RT: u32 = WG / L;     // rows per tile
 
 const MAX_HELD = 8u;    // weight blocks a lane holds (C++ checks ceil(cols / 32 / L) * rows <= 8)
@@ -83,6 +93,7 @@ var<private> ready_count: u32;  // a stage counter's value once this step's stag
 var<private> gave_up = false;   // once a wait gave up, this lane waits no more
 var<workgroup> lead_gave_up: bool;
 var<private> norm_scale: f32;
+var<private> pf_acc = vec4<u32>(0u);  // PREFETCH's earlier rounds, kept alive by the guard store
 
 #include "q4_block.wgsl"
 #include "reduce.wgsl"
@@ -134,20 +145,8 @@ fn stage_nr(s: u32) -> u32 {  // weight rows per output row: gate and up in stag
   return 1u;
 }
 
-fn load_w(s: u32, blk: u32) -> vec4<u32> {
-  switch s {
-    case 0u: { return wo[blk]; }
-    case 1u: { return wgu[blk]; }
-    default: { return wd[blk]; }
-  }
-}
-fn load_scale(s: u32, blk: u32) -> f32 {
-  switch s {
-    case 0u: { return so[blk]; }
-    case 1u: { return sgu[blk]; }
-    default: { return sd[blk]; }
-  }
-}
+fn load_w(s: u32, blk: u32) -> vec4<u32> { return wq[p.quant_at[s] + blk]; }
+fn load_scale(s: u32, blk: u32) -> f32 { return ws[p.scales_at[s] + blk]; }
 
 // Counter of stage s's finished workgroups (s = 0, 1): after the status word.
 fn counter(s: u32) -> u32 { return H + F + 1u + s; }
@@ -156,11 +155,15 @@ fn counter(s: u32) -> u32 { return H + F + 1u + s; }
 // barrier (uniform control flow). Only one lane a workgroup polls, on one word: thousands of lanes
 // polling the stage's own words would crowd the cache lines the producers are writing. Counters
 // only grow (by the grid size a step); the words' tags still decide what is read, since nothing
-// orders the counter's update after the words'.
-fn wait_for_stage(s: u32, li: u32) {
+// orders the counter's update after the words'. Lane 0 stops waiting once all but SLACK workgroups
+// are done: the lanes then poll the words of the last few, one memory round trip sooner than
+// another turn of the counter, with few enough lines still being written that the polling does not
+// crowd them. (Polling the words alone, SLACK = the grid: -2.2% at 192 workgroups on an H100.)
+fn wait_for_stage(s: u32, li: u32, groups: u32) {
+  if (SLACK >= groups) { return; }
   if (li == 0u) {
     var n = 0u;
-    while (i32(atomicLoad(&scratch[counter(s)]) - ready_count) < 0 && !gave_up) {
+    while (i32(atomicLoad(&scratch[counter(s)]) - (ready_count - SLACK)) < 0 && !gave_up) {
       n++;
       if (n >= SPIN) {
         atomicOr(&scratch[H + F], 1u);
@@ -175,13 +178,13 @@ fn wait_for_stage(s: u32, li: u32) {
 
 // Stage s's input into x_shared (uniform control flow). Stage 0 reads y, written by an earlier
 // dispatch; stages 1 and 2 wait for this dispatch's m and h. Stage 1 also computes n's scale.
-fn stage_input(s: u32, li: u32, sgl: u32) {
+fn stage_input(s: u32, li: u32, sgl: u32, groups: u32) {
   if (s == 0u) {
     for (var i = li; i < CO / 4u; i += WG) { x_shared[x_slot(i)] = y[i]; }
     workgroupBarrier();
     return;
   }
-  wait_for_stage(s - 1u, li);
+  wait_for_stage(s - 1u, li, groups);
   let base = select(H / 4u, 0u, s == 1u);  // h follows m in the scratch
   let n = stage_cols(s) / 4u;
   var words: array<vec4<u32>, MAX_PIECES>;
@@ -262,6 +265,31 @@ fn group_total(group: u32, j: u32, sgl: u32) -> f32 {
 
 fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
 
+#if PREFETCH
+const PF_LOADS = 4u;  // independent 16-byte loads a lane issues before it uses any
+// The last round's words: used only by the guard store at the end, so the loads stay in flight
+// through the stage's wait instead of stalling the lane before it.
+var<private> pf_got: array<vec4<u32>, PF_LOADS>;
+
+// This workgroup's share of the next dispatch's weights, strided over the grid.
+fn prefetch_next(wg_index: u32, groups: u32, li: u32) {
+  let nq = p.pf_quant_len;
+  let n = nq + p.pf_scales_len;
+  let stride = groups * WG;
+  for (var base = wg_index * WG + li; base < n; base += PF_LOADS * stride) {
+    for (var k = 0u; k < PF_LOADS; k++) { pf_acc ^= pf_got[k]; }
+    for (var k = 0u; k < PF_LOADS; k++) {
+      let j = base + k * stride;
+      if (j < nq) {
+        pf_got[k] = wq[p.quant_at.w + j];
+      } else if (j < n) {
+        pf_got[k] = wq[p.scales_at.w / 4u + j - nq];
+      }
+    }
+  }
+}
+#endif
+
 fn run_stage(s: u32, wg_index: u32, groups: u32, li: u32, sgl: u32) {
   let group = li / L;
   let lane = li % L;
@@ -292,8 +320,11 @@ fn run_stage(s: u32, wg_index: u32, groups: u32, li: u32, sgl: u32) {
         }
       }
     }
+#if PREFETCH
+    if (s == PF_STAGE && t == wg_index) { prefetch_next(wg_index, groups, li); }
+#endif
     // 2. The stage's input, on the workgroup's first tile of the stage, while those loads are in flight.
-    if (t == wg_index) { stage_input(s, li, sgl); }
+    if (t == wg_index) { stage_input(s, li, sgl, groups); }
     // 3. The dots, the lane groups' sums, the outputs.
     var acc = array<f32, 2>(0.0, 0.0);
     for (var i = 0u; i < iters; i++) {
@@ -325,6 +356,9 @@ fn run_stage(s: u32, wg_index: u32, groups: u32, li: u32, sgl: u32) {
     }
     workgroupBarrier();  // partials is reused by the next tile
   }
+#if PREFETCH
+  if (s == PF_STAGE && wg_index >= stage_tiles(s)) { prefetch_next(wg_index, groups, li); }  // no tile of its own
+#endif
   // Count this workgroup done with stages 0 and 1 (its stores were issued before the barrier).
   if (s < 2u) {
     workgroupBarrier();
@@ -351,4 +385,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   run_stage(0u, wg.x, nwg.x, li, sgl);
   run_stage(1u, wg.x, nwg.x, li, sgl);
   run_stage(2u, wg.x, nwg.x, li, sgl);
+#if PREFETCH
+  if (p.never == 1u) {
+    for (var k = 0u; k < PF_LOADS; k++) { pf_acc ^= pf_got[k]; }
+    atomicStore(&scratch[H + F], pf_acc.x ^ pf_acc.y ^ pf_acc.z ^ pf_acc.w);
+  }
+#endif
 }

@@ -155,8 +155,8 @@ Lfm2BatchDecoder::Lfm2BatchDecoder(std::vector<Lfm2Model*> sequences)
   auto row = [](const gpu::Buffer& b, uint32_t r, uint32_t per_row) {
     return gpu::Binding{&b, uint64_t(r) * per_row * 4, uint64_t(per_row) * 4};
   };
-  const auto& cos = weights.section("rope.cos_ext");
-  const auto& sin = weights.section("rope.sin_ext");
+  const gpu::Binding cos = weights.section("rope.cos_ext");
+  const gpu::Binding sin = weights.section("rope.sin_ext");
   const int L = static_cast<int>(s.layers());
   for (int i = 0; i < L; i++) {
     Layer layer;
@@ -171,24 +171,24 @@ Lfm2BatchDecoder::Lfm2BatchDecoder(std::vector<Lfm2Model*> sequences)
     layer.gate_up = weights.matrix(p + "mlp.gate_up", 2 * F, H);
     // The model's down weight: with mlp_pair the k-major copy, which only the fused MLP reads.
     layer.down = choices.mlp_pair ? weights.matrix(p + "mlp.down", F, H, /*kmajor=*/true) : weights.matrix(p + "mlp.down", H, F);
-    layer.op_norm = o.norm->bind({&x_}, {&weights.section(mix + (attn ? "qkv.norm" : "in_proj.norm"))}, {&h_});
-    layer.ffn_norm = o.norm->bind({&x_}, {&weights.section(p + "mlp.gate_up.norm")}, {&h_});
+    layer.op_norm = o.norm->bind({&x_}, weights.section(mix + (attn ? "qkv.norm" : "in_proj.norm")), {&h_});
+    layer.ffn_norm = o.norm->bind({&x_}, weights.section(p + "mlp.gate_up.norm"), {&h_});
     if (attn) {
-      const auto& q_norm = weights.section(p + "attn.qkv.q_norm");
-      const auto& k_norm = weights.section(p + "attn.qkv.k_norm");
-      layer.qk_norm_rope_kv = o.qk_norm_rope_kv->bind({&qkv_}, {&q_norm}, {&k_norm}, {&cos}, {&sin}, caches.k_all(i), caches.v_all(i), {&steps_});
+      const gpu::Binding q_norm = weights.section(p + "attn.qkv.q_norm");
+      const gpu::Binding k_norm = weights.section(p + "attn.qkv.k_norm");
+      layer.qk_norm_rope_kv = o.qk_norm_rope_kv->bind({&qkv_}, q_norm, k_norm, cos, sin, caches.k_all(i), caches.v_all(i), {&steps_});
       if (o.attn_decode->fuses_norm_rope_kv())
-        layer.attn = o.attn_decode->bind({&qkv_}, caches.k_all(i), caches.v_all(i), {&attn_}, {&steps_}, {{&q_norm}, {&k_norm}, {&cos}, {&sin}});
+        layer.attn = o.attn_decode->bind({&qkv_}, caches.k_all(i), caches.v_all(i), {&attn_}, {&steps_}, {q_norm, k_norm, cos, sin});
       else layer.attn = o.attn_decode->bind({&qkv_}, caches.k_all(i), caches.v_all(i), {&attn_}, {&steps_});
     } else {
-      layer.conv = o.conv->bind({&bcx_}, {&weights.section(p + "conv.core.taps")}, caches.conv_state_all(i), {&conv_y_}, {&steps_});
+      layer.conv = o.conv->bind({&bcx_}, weights.section(p + "conv.core.taps"), caches.conv_state_all(i), {&conv_y_}, {&steps_});
     }
     if (!choices.mlp_pair) layer.silu_mul = o.silu_mul->bind({&gu_}, {&act_});
     if (choices.mlp_pair)
       for (uint32_t r = 0; r < N; r++) layer.mlp.push_back(o.mlp->bind(layer.gate_up, layer.down, row(h_, r, H), row(x_, r, H)));
     layers_.push_back(std::move(layer));
   }
-  head_norm_ = o.norm->bind({&x_}, {&weights.section("head.norm")}, {&h_});
+  head_norm_ = o.norm->bind({&x_}, weights.section("head.norm"), {&h_});
   device.check("building the batched LFM2 decode graph");
 }
 

@@ -228,8 +228,8 @@ void Lfm2Model::build() {
   step_ = kernels::create_step_buffer(device);
   step_ring_ = device.create_storage(kStepRing * sizeof(kernels::StepParams), "decode.step_ring");
 
-  const auto& cos = weights_->section("rope.cos_ext");
-  const auto& sin = weights_->section("rope.sin_ext");
+  const gpu::Binding cos = weights_->section("rope.cos_ext");
+  const gpu::Binding sin = weights_->section("rope.sin_ext");
   caches_ = options_.caches;
   if (!caches_) {
     options_.cache_slot = 0;
@@ -273,59 +273,59 @@ void Lfm2Model::build() {
     layer.gate_up = weights_->matrix(p + "mlp.gate_up", 2 * F, H);
     layer.down = choices_.mlp_pair ? weights_->matrix(p + "mlp.down", F, H, /*kmajor=*/true) : weights_->matrix(p + "mlp.down", H, F);
 
-    const auto& op_norm_w = weights_->section(mix + (attn ? "qkv.norm" : "in_proj.norm"));
-    const auto& ffn_norm_w = weights_->section(p + "mlp.gate_up.norm");
-    layer.op_norm = o.norm->bind({&x_}, {&op_norm_w}, {&h_});
-    layer.ffn_norm = o.norm->bind({&x_}, {&ffn_norm_w}, {&h_});
+    const gpu::Binding op_norm_w = weights_->section(mix + (attn ? "qkv.norm" : "in_proj.norm"));
+    const gpu::Binding ffn_norm_w = weights_->section(p + "mlp.gate_up.norm");
+    layer.op_norm = o.norm->bind({&x_}, op_norm_w, {&h_});
+    layer.ffn_norm = o.norm->bind({&x_}, ffn_norm_w, {&h_});
     // With norm_fuse the decode matvecs read x and the norm weight instead of h.
     const bool nf = choices_.norm_fuse;
     layer.decode_norm_fused = nf;
-    const gpu::Binding mix_in_x = nf ? gpu::Binding{&x_} : gpu::Binding{&h_}, mix_in_norm = nf ? gpu::Binding{&op_norm_w} : gpu::Binding{};
-    const gpu::Buffer* taps = attn ? nullptr : &weights_->section(p + "conv.core.taps");
+    const gpu::Binding mix_in_x = nf ? gpu::Binding{&x_} : gpu::Binding{&h_}, mix_in_norm = nf ? op_norm_w : gpu::Binding{};
+    const gpu::Binding taps = attn ? gpu::Binding{} : weights_->section(p + "conv.core.taps");
     if (attn) layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&qkv_}, mix_in_norm, {}, {}, next_of(at));
     else if (conv_step_fused_)
-      layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&conv_y_}, mix_in_norm, {taps}, conv_state(i), next_of(at));
+      layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&conv_y_}, mix_in_norm, taps, conv_state(i), next_of(at));
     else layer.mix_in_mv = o.matvec.at(layer.mix_in_key).bind(layer.mix_in, mix_in_x, {&bcx_}, mix_in_norm, {}, {}, next_of(at));
     layer.mix_out_mv = o.matvec.at(layer.mix_out_key)
                            .bind(layer.mix_out, attn ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, {&x_}, {}, {}, {}, next_of(at + 1));
     if (attn) {
-      layer.q_norm = o.q_norm->bind({&qkv_}, {&weights_->section(p + "attn.qkv.q_norm")});
-      layer.k_norm = o.k_norm->bind({&qkv_}, {&weights_->section(p + "attn.qkv.k_norm")});
-      layer.rope = o.rope->bind({&qkv_}, {nullptr}, {&cos}, {&sin}, {&step_});
+      layer.q_norm = o.q_norm->bind({&qkv_}, weights_->section(p + "attn.qkv.q_norm"));
+      layer.k_norm = o.k_norm->bind({&qkv_}, weights_->section(p + "attn.qkv.k_norm"));
+      layer.rope = o.rope->bind({&qkv_}, {nullptr}, cos, sin, {&step_});
       layer.kv_write = o.kv_write->bind({&qkv_}, {&qkv_}, k_cache(i), v_cache(i), {&step_});
       if (o.qk_norm_rope_kv)
-        layer.qk_norm_rope_kv = o.qk_norm_rope_kv->bind({&qkv_}, {&weights_->section(p + "attn.qkv.q_norm")}, {&weights_->section(p + "attn.qkv.k_norm")},
-                                                        {&cos}, {&sin}, k_cache(i), v_cache(i), {&step_});
+        layer.qk_norm_rope_kv = o.qk_norm_rope_kv->bind({&qkv_}, weights_->section(p + "attn.qkv.q_norm"), weights_->section(p + "attn.qkv.k_norm"),
+                                                        cos, sin, k_cache(i), v_cache(i), {&step_});
       if (o.attn_decode->fuses_norm_rope_kv())
         layer.attn_decode = o.attn_decode->bind({&qkv_}, k_cache(i), v_cache(i), {&attn_}, {&step_},
-                                                {{&weights_->section(p + "attn.qkv.q_norm")}, {&weights_->section(p + "attn.qkv.k_norm")}, {&cos}, {&sin}});
+                                                {weights_->section(p + "attn.qkv.q_norm"), weights_->section(p + "attn.qkv.k_norm"), cos, sin});
       else layer.attn_decode = o.attn_decode->bind({&qkv_}, k_cache(i), v_cache(i), {&attn_}, {&step_});
       layer.attn_prefill = o.attn_prefill->bind({&qkv_}, k_cache(i), v_cache(i), {&attn_}, {&step_});
     } else {
-      layer.conv_decode = o.conv_decode->bind({&bcx_}, {taps}, conv_state(i), {&conv_y_}, {&step_});
-      layer.conv_prefill = o.conv_prefill->bind({&bcx_}, {taps}, conv_state(i), {&conv_y_}, {&step_});
+      layer.conv_decode = o.conv_decode->bind({&bcx_}, taps, conv_state(i), {&conv_y_}, {&step_});
+      layer.conv_prefill = o.conv_prefill->bind({&bcx_}, taps, conv_state(i), {&conv_y_}, {&step_});
     }
     if (choices_.mlp_pair) {
       layer.mlp = o.mlp->bind(layer.gate_up, layer.down, {nf ? &x_ : &h_, 0, uint64_t(H) * 4}, {&x_, 0, uint64_t(H) * 4},
-                                     nf ? gpu::Binding{&ffn_norm_w} : gpu::Binding{});
+                                     nf ? ffn_norm_w : gpu::Binding{});
     } else {
       layer.gate_up_mv = o.matvec.at("mlp_gate_up").bind(layer.gate_up, nf ? gpu::Binding{&x_} : gpu::Binding{&h_},
-                                                         gated ? gpu::Binding{&act_} : gpu::Binding{&gu_}, nf ? gpu::Binding{&ffn_norm_w} : gpu::Binding{},
+                                                         gated ? gpu::Binding{&act_} : gpu::Binding{&gu_}, nf ? ffn_norm_w : gpu::Binding{},
                                                          {}, {}, next_of(at + 2));
       layer.silu_mul = o.silu_mul->bind({&gu_}, {&act_});
       layer.down_mv = o.matvec.at("mlp_down").bind(layer.down, {&act_}, {&x_}, {}, {}, {}, next_of(at + 3));
     }
     layers_.push_back(std::move(layer));
   }
-  const auto& head_norm_w = weights_->section("head.norm");
-  head_norm_ = o.norm->bind({&x_last_}, {&head_norm_w}, {&h_last_});
+  const gpu::Binding head_norm_w = weights_->section("head.norm");
+  head_norm_ = o.norm->bind({&x_last_}, head_norm_w, {&h_last_});
   const auto head = weights_->matrix("head", V, H);
   // The head after a prefill runs once: it prefetches nothing (chain's last entry's next is layer 0's first).
   const kernels::MatvecQ4& prefill_head = o.prefill_head ? *o.prefill_head : o.matvec.at("head");
   const kernels::Q4Matrix* head_next = next_of(chain.size() - 1);
   if (choices_.norm_fuse) {
-    head_mv_ = prefill_head.bind(head, {&x_last_}, {&logits_}, {&head_norm_w});
-    decode_head_mv_ = o.matvec.at("head").bind(head, {&x_, 0, uint64_t(H) * 4}, {&logits_}, {&head_norm_w}, {}, {}, head_next);  // decode: row 0 is the token
+    head_mv_ = prefill_head.bind(head, {&x_last_}, {&logits_}, head_norm_w);
+    decode_head_mv_ = o.matvec.at("head").bind(head, {&x_, 0, uint64_t(H) * 4}, {&logits_}, head_norm_w, {}, {}, head_next);  // decode: row 0 is the token
   } else {
     head_mv_ = prefill_head.bind(head, {&h_last_}, {&logits_});
   }
@@ -344,7 +344,11 @@ void Lfm2Model::build_residual_mlp() {
     ops_->residual_mlp.clear();
   };
   if (choices_.mlp_pair || !choices_.norm_fuse) return off("needs the unfused MLP path with normFuse");
-  kernels::ResidualMlpConfig rc{.hidden = H, .ffn = F, .workgroups = choices_.residual_mlp_workgroups, .eps = static_cast<float>(s.eps())};
+  kernels::ResidualMlpConfig rc{
+      .hidden = H, .ffn = F, .workgroups = choices_.residual_mlp_workgroups, .eps = static_cast<float>(s.eps()), .prefetch = choices_.prefetch};
+  // What layer i's grid reads ahead: the next layer's mix-in matvec; after the last layer nothing
+  // (the head's first 8 MiB cost 1.3 us a step on an H200).
+  auto next_of = [&](size_t i) -> const kernels::Q4Matrix* { return rc.prefetch && i + 1 < layers_.size() ? &layers_[i + 1].mix_in : nullptr; };
   try {
     for (const Layer& l : layers_) {
       rc.proj_cols = l.mix_out.cols;
@@ -358,10 +362,11 @@ void Lfm2Model::build_residual_mlp() {
   residual_stride_ = (any.scratch_bytes() + 255) / 256 * 256;
   residual_status_offset_ = any.status_offset();
   residual_scratch_ = device_.create_storage(residual_stride_ * layers_.size(), "decode.residual_mlp.scratch");
-  auto bind = [&](const Layer& l, gpu::Binding x, gpu::Binding scratch, gpu::Binding step) {
+  auto bind = [&](size_t i, gpu::Binding x, gpu::Binding scratch, gpu::Binding step) {
+    const Layer& l = layers_[i];
     return ops_->residual_mlp.at(l.mix_out.cols)
         .bind(l.mix_out, l.gate_up, l.down, l.type == LayerType::Attention ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, x,
-              {&weights_->section(l.prefix + "mlp.gate_up.norm")}, scratch, step);
+              weights_->section(l.prefix + "mlp.gate_up.norm"), scratch, step, next_of(i));
   };
   // The probe: one step of layer 0 on scratch of its own, waiting for its words at decode_step 1.
   // A grid the device cannot hold at once gives up its waits and sets the status word.
@@ -369,14 +374,14 @@ void Lfm2Model::build_residual_mlp() {
   gpu::Buffer probe_step = kernels::create_step_buffer(device_, "residual_mlp.probe.step");
   kernels::upload_step(device_, probe_step, kernels::StepParams{.decode_step = 1});
   const Layer& first = layers_.front();
-  kernels::Bound probe = bind(first, {&h_}, {&probe_scratch}, {&probe_step});
+  kernels::Bound probe = bind(0, {&h_}, {&probe_scratch}, {&probe_step});
   gpu::Recorder rec(device_);
   ops_->residual_mlp.at(first.mix_out.cols).record(rec, probe);
   rec.submit();
   if (device_.download_as<uint32_t>(probe_scratch, residual_status_offset_, 1)[0] != 0)
     return off("its " + std::to_string(choices_.residual_mlp_workgroups) + " workgroups do not all run at once on this device");
   for (size_t i = 0; i < layers_.size(); i++)
-    layers_[i].residual_mlp = bind(layers_[i], {&x_, 0, uint64_t(H) * 4}, {&residual_scratch_, residual_stride_ * i, residual_stride_}, {&step_});
+    layers_[i].residual_mlp = bind(i, {&x_, 0, uint64_t(H) * 4}, {&residual_scratch_, residual_stride_ * i, residual_stride_}, {&step_});
   residual_mlp_ = true;
 }
 

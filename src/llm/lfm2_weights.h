@@ -1,5 +1,8 @@
-// An LLM pack's sections in GPU memory: one buffer per section (so no binding exceeds the
-// adapter's maxStorageBufferBindingSize), aliases (embed.* = head.*) sharing one buffer.
+// An LLM pack's sections in GPU memory: one buffer holding every section at a 256-byte aligned
+// place, in the pack's order (a layer's matrices, then the next layer's, then the head), aliases
+// (embed.* = head.*) sharing one place. Sections are bound as ranges of it, each within the
+// adapter's maxStorageBufferBindingSize; a kernel that reads several matrices (the one-dispatch
+// residual MLP) binds the one range that covers them all.
 #pragma once
 
 #include <map>
@@ -17,7 +20,7 @@ class Lfm2Weights {
   Lfm2Weights(const gpu::Device& device, const formats::LlmPack& pack,
               const std::function<void(uint64_t, uint64_t)>& progress = {});
 
-  const gpu::Buffer& section(const std::string& name) const;  // Error naming the section if absent
+  gpu::Binding section(const std::string& name) const;  // Error naming the section if absent
   bool has(const std::string& name) const { return by_name_.count(name) > 0; }
   // A 4-bit matrix by section prefix ("L3.conv.in_proj", "head", "L0.mlp.down" with
   // kmajor = true for down.kquant/kscales).
@@ -25,9 +28,12 @@ class Lfm2Weights {
   uint64_t bytes() const { return bytes_; }
 
  private:
-  std::map<uint64_t, gpu::Buffer> by_offset_;        // one buffer per distinct offset
-  std::map<std::string, const gpu::Buffer*> by_name_;
-  uint64_t bytes_ = 0;
+  struct Place {
+    uint64_t offset = 0, bytes = 0;
+  };
+  gpu::Buffer buffer_;
+  std::map<std::string, Place> by_name_;
+  uint64_t bytes_ = 0;  // distinct section bytes (aliases once)
 };
 
 }  // namespace ember::llm
