@@ -11,6 +11,7 @@
 #include "lfm2_test_pack.h"
 #include "llm/kernel_choice.h"
 #include "llm/lfm2_model.h"
+#include "llm/lfm2_weights.h"
 
 using namespace ember;
 namespace fs = std::filesystem;
@@ -355,6 +356,40 @@ TEST(Lfm2Engine, ResidualMlpReadingAheadMatchesReference) {
   llm::Lfm2Model m(test::test_device(), test::test_kernels(), pk, {.prefill_chunk = 8, .quiet = true});
   EXPECT_TRUE(m.residual_mlp());
   EXPECT_TRUE(m.choices().prefetch);
+  fs::remove_all(dir);
+}
+
+// A pack larger than one storage binding may span continues in further weights buffers: every
+// section reads back as the pack holds it, and a model on them gives the same logits; its
+// one-dispatch residual MLP, whose layers' matrices then sit in different buffers, falls back to the
+// separate dispatches with a warning instead of failing the load.
+TEST(Lfm2Engine, WeightsInSeveralBuffersKeepTheLogits) {
+  fs::path dir = fs::temp_directory_path() / "ember_split_weights" / std::to_string(getpid());
+  auto& dev = test::test_device();
+  auto pack = formats::LlmPack::open(test::with_candidate(test::lfm2_test_pack("tiny"), dir, {{"residualMlpWorkgroups", 1}}));
+  auto whole = std::make_shared<const llm::Lfm2Weights>(dev, pack);
+  auto split = std::make_shared<const llm::Lfm2Weights>(dev, pack, nullptr, 16 * 1024);
+  EXPECT_EQ(whole->buffers(), 1u);
+  EXPECT_GT(split->buffers(), 4u);
+  for (const auto& s : pack.runtime().sections) {
+    const gpu::Binding b = split->section(s.name);
+    auto bytes = dev.download(*b.buffer, b.offset, (s.bytes + 3) / 4 * 4);
+    bytes.resize(s.bytes);
+    const auto want = pack.section(s.name);
+    EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), want.begin(), want.end())) << s.name;
+  }
+  std::vector<std::vector<float>> logits;
+  for (const auto& weights : {whole, split}) {
+    llm::Lfm2Model m(dev, test::test_kernels(), pack, weights, {.prefill_chunk = 8, .quiet = true});
+    EXPECT_EQ(m.residual_mlp(), weights == whole);
+    if (weights == split) {
+      ASSERT_FALSE(m.choices().warnings.empty());
+      EXPECT_NE(m.choices().warnings.back().find("different buffers"), std::string::npos) << m.choices().warnings.back();
+    }
+    m.prefill(prompt_ids(m.vocab(), 5, 4));
+    for (uint32_t id : {5u, 9u, 3u}) logits.push_back(decode(m, id));
+  }
+  for (size_t i = 0; i < 3; i++) EXPECT_LT(test::rel_l2(logits[3 + i], logits[i]), 1e-5) << "step " << i;
   fs::remove_all(dir);
 }
 

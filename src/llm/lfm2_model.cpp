@@ -347,8 +347,13 @@ void Lfm2Model::build_residual_mlp() {
   kernels::ResidualMlpConfig rc{
       .hidden = H, .ffn = F, .workgroups = choices_.residual_mlp_workgroups, .eps = static_cast<float>(s.eps()), .prefetch = choices_.prefetch};
   // What layer i's grid reads ahead: the next layer's mix-in matvec; after the last layer nothing
-  // (the head's first 8 MiB cost 1.3 us a step on an H200).
-  auto next_of = [&](size_t i) -> const kernels::Q4Matrix* { return rc.prefetch && i + 1 < layers_.size() ? &layers_[i + 1].mix_in : nullptr; };
+  // (the head's first 8 MiB cost 1.3 us a step on an H200), nor where the next layer's weights
+  // start another weights buffer (a pack larger than one binding may span).
+  auto next_of = [&](size_t i) -> const kernels::Q4Matrix* {
+    if (!rc.prefetch || i + 1 == layers_.size()) return nullptr;
+    const kernels::Q4Matrix& next = layers_[i + 1].mix_in;
+    return next.quant.buffer == layers_[i].down.quant.buffer && next.scales.buffer == next.quant.buffer ? &next : nullptr;
+  };
   try {
     for (const Layer& l : layers_) {
       rc.proj_cols = l.mix_out.cols;
@@ -368,6 +373,13 @@ void Lfm2Model::build_residual_mlp() {
         .bind(l.mix_out, l.gate_up, l.down, l.type == LayerType::Attention ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, x,
               weights_->section(l.prefix + "mlp.gate_up.norm"), scratch, step, next_of(i));
   };
+  std::vector<kernels::Bound> bound;
+  try {
+    for (size_t i = 0; i < layers_.size(); i++)
+      bound.push_back(bind(i, {&x_, 0, uint64_t(H) * 4}, {&residual_scratch_, residual_stride_ * i, residual_stride_}, {&step_}));
+  } catch (const Error& e) {  // a layer's matrices in two weights buffers (a pack larger than one binding may span)
+    return off(e.what());
+  }
   // The probe: one step of layer 0 on scratch of its own, waiting for its words at decode_step 1.
   // A grid the device cannot hold at once gives up its waits and sets the status word.
   gpu::Buffer probe_scratch = device_.create_storage(residual_stride_, "residual_mlp.probe.scratch");
@@ -380,8 +392,7 @@ void Lfm2Model::build_residual_mlp() {
   rec.submit();
   if (device_.download_as<uint32_t>(probe_scratch, residual_status_offset_, 1)[0] != 0)
     return off("its " + std::to_string(choices_.residual_mlp_workgroups) + " workgroups do not all run at once on this device");
-  for (size_t i = 0; i < layers_.size(); i++)
-    layers_[i].residual_mlp = bind(i, {&x_, 0, uint64_t(H) * 4}, {&residual_scratch_, residual_stride_ * i, residual_stride_}, {&step_});
+  for (size_t i = 0; i < layers_.size(); i++) layers_[i].residual_mlp = std::move(bound[i]);
   residual_mlp_ = true;
 }
 
