@@ -33,7 +33,7 @@
 // PREFETCH: the grid also reads the next dispatch's weights (the next layer's mix-in matvec) into
 // the L2 cache while it waits on its own hand-overs, as the decode matvecs do for theirs
 // (matvec_q4.wgsl): the dispatch after this one then starts on cache latency instead of memory
-// latency. From stage 1 (whose wait is the longest idle window) it measured -2.0 to -2.6 us a step
+// latency. From stage 1 (whose wait is the longest idle window) it measured -1.8 to -2.6 us a step
 // on an H200; from stage 0 or 2, or with the head's first MiB after the last layer, it cost 1-5 us
 // instead (2026-12-07, bench/NOTES.md).
 //
