@@ -346,9 +346,8 @@ void Lfm2Model::build_residual_mlp() {
   if (choices_.mlp_pair || !choices_.norm_fuse) return off("needs the unfused MLP path with normFuse");
   kernels::ResidualMlpConfig rc{
       .hidden = H, .ffn = F, .workgroups = choices_.residual_mlp_workgroups, .eps = static_cast<float>(s.eps()), .prefetch = choices_.prefetch};
-  // What layer i's grid reads ahead: the next layer's mix-in matvec; after the last layer nothing
-  // (the head's first 8 MiB cost 1.3 us a step on an H200), nor where the next layer's weights
-  // start another weights buffer (a pack larger than one binding may span).
+  // What layer i's grid reads ahead: the next layer's mix-in matvec, unless it starts another weights
+  // buffer; after the last layer nothing (the head's first 8 MiB cost 1.3 us a step on an H200).
   auto next_of = [&](size_t i) -> const kernels::Q4Matrix* {
     if (!rc.prefetch || i + 1 == layers_.size()) return nullptr;
     const kernels::Q4Matrix& next = layers_[i + 1].mix_in;
@@ -385,10 +384,9 @@ void Lfm2Model::build_residual_mlp() {
   gpu::Buffer probe_scratch = device_.create_storage(residual_stride_, "residual_mlp.probe.scratch");
   gpu::Buffer probe_step = kernels::create_step_buffer(device_, "residual_mlp.probe.step");
   kernels::upload_step(device_, probe_step, kernels::StepParams{.decode_step = 1});
-  const Layer& first = layers_.front();
   kernels::Bound probe = bind(0, {&h_}, {&probe_scratch}, {&probe_step});
   gpu::Recorder rec(device_);
-  ops_->residual_mlp.at(first.mix_out.cols).record(rec, probe);
+  ops_->residual_mlp.at(layers_.front().mix_out.cols).record(rec, probe);
   rec.submit();
   if (device_.download_as<uint32_t>(probe_scratch, residual_status_offset_, 1)[0] != 0)
     return off("its " + std::to_string(choices_.residual_mlp_workgroups) + " workgroups do not all run at once on this device");
