@@ -294,11 +294,31 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let group = li / L;
   let lane = li % L;
   let row0 = (wg_index * (WG / L) + group) * RPS;
+  // The epilogue's own operands (the conv state and taps, the value accumulated onto), loaded
+  // first: their latency then hides under the weight loads and dots instead of following the
+  // reduction as one more memory round trip on the decode chain.
+  let r = row0 + lane;
+  let writes = lane < RPS && r < p.rows;
+#if CONV
+  var state = vec2<f32>(0.0);
+  var tap = vec3<f32>(0.0);
+  if (writes) {
+    state = vec2<f32>(conv_state[2u * r], conv_state[2u * r + 1u]);
+    tap = vec3<f32>(taps[3u * r], taps[3u * r + 1u], taps[3u * r + 2u]);
+  }
+#endif
+#if ACCUMULATE
+  var before = 0.0;
+  if (writes) { before = y[r]; }
+#endif
   var acc: array<f32, MAX_NR>;
 #if SHARED_X
   // 1. This lane's weight blocks into registers: every load issued before any is used.
   var held_w: array<vec4<u32>, MAX_HELD>;
   var held_scale: array<f32, MAX_HELD>;
+#if ASYMMETRIC
+  var held_zp: array<u32, MAX_HELD>;  // the word holding each block's zero point
+#endif
   for (var i = 0u; i < ITERS; i++) {
     let b = lane + i * L;
     for (var j = 0u; j < NR; j++) {
@@ -306,6 +326,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
         let blk = weight_row(row0, j) * BLOCKS + b;
         held_w[i * NR + j] = wq[blk];
         held_scale[i * NR + j] = scales[blk];
+#if ASYMMETRIC
+        held_zp[i * NR + j] = zero_points[blk / 8u];
+#endif
       }
     }
   }
@@ -333,8 +356,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
       for (var k = 0u; k < 8u; k++) { xs[k] = x_shared[x_slot(b * 8u + k)]; }
       for (var j = 0u; j < NR; j++) {
         if (row0 + (j % RPS) < p.rows) {
-          let r = weight_row(row0, j);
-          acc[j] += held_scale[i * NR + j] * q4_block_dot(held_w[i * NR + j], xs, block_zero(r, b));
+#if ASYMMETRIC
+          let zero = f32(q4_nibble(held_zp[i * NR + j], weight_row(row0, j) * BLOCKS + b));
+#else
+          let zero = 8.0;
+#endif
+          acc[j] += held_scale[i * NR + j] * q4_block_dot(held_w[i * NR + j], xs, zero);
         }
       }
     }
@@ -353,9 +380,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     let xv = x_piece(b * 8u + part) * Q4_UNSCALE;  // q4_scaled's 16^j undone on x, once for all rows
     for (var j = 0u; j < NR; j++) {
       if (row0 + (j % RPS) < p.rows) {
-        let r = weight_row(row0, j);
-        let blk = r * BLOCKS + b;
-        acc[j] += scales[blk] * dot(q4_scaled(wq[blk][part / 2u] >> shift, q4_bias(block_zero(r, b))), xv);
+        let wr = weight_row(row0, j);
+        let blk = wr * BLOCKS + b;
+        acc[j] += scales[blk] * dot(q4_scaled(wq[blk][part / 2u] >> shift, q4_bias(block_zero(wr, b))), xv);
       }
     }
   }
@@ -364,8 +391,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     let xs = load_x_block(b);
     for (var j = 0u; j < NR; j++) {
       if (row0 + (j % RPS) < p.rows) {
-        let r = weight_row(row0, j);
-        acc[j] += scales[r * BLOCKS + b] * q4_block_dot(load_w_block(r, b), xs, block_zero(r, b));
+        let wr = weight_row(row0, j);
+        acc[j] += scales[wr * BLOCKS + b] * q4_block_dot(load_w_block(wr, b), xs, block_zero(wr, b));
       }
     }
   }
@@ -401,22 +428,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let first = group * L;
   let count = 1u;
 #endif
-  let r = row0 + lane;
-  if (lane < RPS && r < p.rows) {
+  if (writes) {
     let total = reduced(lane, first, count);
 #if GATED
     y[r] = silu(total) * reduced(lane + RPS, first, count);
 #else
 #if CONV
     let bx = total * reduced(lane + 2u * RPS, first, count);
-    let s0 = conv_state[2u * r];
-    let s1 = conv_state[2u * r + 1u];
-    y[r] = reduced(lane + RPS, first, count) * (taps[3u * r] * s0 + taps[3u * r + 1u] * s1 + taps[3u * r + 2u] * bx);
-    conv_state[2u * r] = s1;
+    y[r] = reduced(lane + RPS, first, count) * (tap.x * state.x + tap.y * state.y + tap.z * bx);
+    conv_state[2u * r] = state.y;
     conv_state[2u * r + 1u] = bx;
 #else
 #if ACCUMULATE
-    y[r] += total;
+    y[r] = before + total;
 #else
     y[r] = total;
 #endif
