@@ -93,6 +93,22 @@ TEST(Generate, SameSeedSameTokens) {
   EXPECT_NE(generate(gen, prompt, s, 16, 4), a);
 }
 
+// Past the parameter ring's end (Lfm2Model::kStepRing slots): a submit whose slots wrap around
+// gets each step's own parameters (the sampled ids match one step a submit).
+TEST(Generate, SubmitsAcrossTheParameterRingKeepEachStepsParameters) {
+  auto pack = formats::LlmPack::open(test::lfm2_test_pack("tiny"));
+  llm::Lfm2Model model(test::test_device(), test::test_kernels(), pack, {.quiet = true});
+  llm::Generator gen(model);
+  const llm::SamplingOptions s{.temperature = 1.0f, .top_k = 20, .repeat_penalty = 1.1f, .seed = 7};
+  const std::vector<uint32_t> prompt = {8, 9};
+  const uint32_t n = llm::Lfm2Model::kStepRing + 16;
+  ASSERT_GE(model.capacity(), prompt.size() + n);
+  gen.reset();
+  const auto one_by_one = generate(gen, prompt, s, n, 1);
+  gen.reset();
+  EXPECT_EQ(generate(gen, prompt, s, n, 48, 24), one_by_one);  // steps 49-72 wrap at 64
+}
+
 TEST(Generate, ContinuationAfterAStopEqualsOneLongSequence) {
   // Turn 1 stops on a chosen id with in_flight 1; turn 2 continues from the caches. The result
   // must equal feeding everything as one sequence (what multi-turn chat relies on).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <deque>
 
 #include "common/error.h"
@@ -65,13 +66,24 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   bool stop = false;
   Clock::time_point first_token_at{};
   const uint32_t capacity = model_.capacity();
-  // Step k samples with the parameters at ring slot k % kStepRing, written by a queue write that
-  // lands before its submit's commands (no copy in the command stream).
+  // Step k samples with the parameters at ring slot k % kStepRing. A submit's slots are written
+  // by one queue write (two where the ring wraps), which lands before its commands: no copy in the
+  // command stream, and one write a submit rather than one a step.
+  std::vector<uint8_t> slot_bytes;  // the parameters of this submit's steps, params_stride_ apart
+  uint32_t first_slot = 0;
+  auto write_params = [&] {
+    const uint64_t n = slot_bytes.size() / params_stride_, run = std::min<uint64_t>(n, Lfm2Model::kStepRing - first_slot);
+    device.upload(params_ring_, first_slot * params_stride_, std::span<const uint8_t>(slot_bytes.data(), run * params_stride_));
+    if (run < n) device.upload(params_ring_, 0, std::span<const uint8_t>(slot_bytes).subspan(run * params_stride_));
+    slot_bytes.clear();
+  };
   auto record_step = [&](gpu::Recorder& rec, InFlight& f) {
     if (submitted > 0) model_.record_decode(rec);
     const uint32_t slot = submitted % Lfm2Model::kStepRing;
+    if (slot_bytes.empty()) first_slot = slot;
     const auto params = sampling.gpu_params(sample_vocab_, model_.position(), submitted);
-    device.upload(params_ring_, std::span<const kernels::SamplerParams>(&params, 1), slot * params_stride_);
+    slot_bytes.resize(slot_bytes.size() + params_stride_);
+    std::memcpy(slot_bytes.data() + slot_bytes.size() - params_stride_, &params, sizeof params);
     if (sampling.greedy()) sampler_->record_greedy(rec, groups_[slot]);
     else sampler_->record_sample(rec, groups_[slot]);
     if (logits_bytes) rec.copy(model_.logits(), 0, readback_[f.slot], kIdBytes + f.steps * logits_bytes, logits_bytes);
@@ -99,6 +111,7 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
       const uint32_t first = model_.position() + (submitted > 0 ? 1 : 0);  // where the first step's id goes
       while (f.steps < n && can_submit()) record_step(rec, f);
       rec.copy(model_.tokens(), uint64_t(first) * 4, readback_[f.slot], 0, uint64_t(f.steps) * 4);
+      write_params();
       rec.submit();
       steps_in_flight += f.steps;
       flight.push_back(f);
