@@ -68,10 +68,10 @@ TEST(Generate, StopInsideASubmitReportsUpToItAndDiscardsTheRest) {
   std::vector<uint32_t> got;
   auto st = gen.generate(prompt, kGreedy, {.max_tokens = 12, .in_flight = 8, .steps_per_submit = 4}, [&](uint32_t id) {
     got.push_back(id);
-    return got.size() < 4;  // submits of 1, then 4 steps: the 3rd id of the second
+    return got.size() < 5;  // submits of 1, 1, 2, then 4 steps: the first id of the fourth
   });
-  EXPECT_EQ(got, std::vector<uint32_t>(all.begin(), all.begin() + 4));
-  EXPECT_EQ(st.generated, 4u);
+  EXPECT_EQ(got, std::vector<uint32_t>(all.begin(), all.begin() + 5));
+  EXPECT_EQ(st.generated, 5u);
   EXPECT_TRUE(gen.pending().empty());
 }
 
@@ -106,7 +106,7 @@ TEST(Generate, SubmitsAcrossTheParameterRingKeepEachStepsParameters) {
   gen.reset();
   const auto one_by_one = generate(gen, prompt, s, n, 1);
   gen.reset();
-  EXPECT_EQ(generate(gen, prompt, s, n, 48, 24), one_by_one);  // steps 49-72 wrap at 64
+  EXPECT_EQ(generate(gen, prompt, s, n, 48, 24), one_by_one);  // submits of 1, 1, 2, 4, 8, 16, 24, 24: steps 57-80 wrap at 64
 }
 
 TEST(Generate, ContinuationAfterAStopEqualsOneLongSequence) {

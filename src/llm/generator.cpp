@@ -101,9 +101,11 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
 
   auto can_submit = [&] { return !stop && submitted < std::max<uint32_t>(1, options.max_tokens) && model_.position() + 1 < capacity; };
   while (true) {
-    // Keep up to `depth` steps ahead, sent `batch` at a time (the first step alone).
+    // Keep up to `depth` steps ahead, in submits of as many steps as went before, up to `batch`
+    // (1, 1, 2, 4, ...): the first step goes alone, and a stop never discards more than about
+    // the steps it kept.
     while (can_submit()) {
-      const uint32_t n = submitted > 0 ? batch : 1;
+      const uint32_t n = std::clamp(submitted, 1u, batch);
       if (steps_in_flight + n > depth) break;
       InFlight f{next_slot};
       next_slot = (next_slot + 1) % static_cast<uint32_t>(readback_.size());

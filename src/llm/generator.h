@@ -21,16 +21,16 @@ struct GenerateOptions {
   // Steps submitted ahead of the CPU. 1 keeps the caches exact at the stop (every decoded token
   // is one the caller kept): what multi-turn chat needs. More hides the read-back latency; the
   // steps in flight at a stop are discarded, and the sequence cannot be continued.
-  uint32_t in_flight = 16;
-  // Steps recorded into one submit once the first id is out (at most in_flight; the first step
-  // always goes alone, so the time to first token does not wait for a batch). Each submit costs
-  // a gap between command streams; batching shares it among the steps. A batch is sent once the
-  // steps in flight leave room for all of it. Measured on an H100 (bench/ab/2026-12-05_llm_submit.sh,
-  // seed shape): 1 / 2 / 4 a submit (4 / 4 / 8 in flight) decode 2,250 / 2,300 / 2,338 tok/s at
-  // context 128, 2,062 / 2,114 / 2,130 at 2048; 4 / 8 a submit (8 / 16 in flight, a later build,
-  // bench/ab/2026-12-06d_h200.sh) 2,613 / 2,653 at 128, 2,367 / 2,399 at 2048. The cost: a stop
-  // discards up to in_flight steps (~6 ms of GPU work at 16 on that card) before the next call runs.
-  uint32_t steps_per_submit = 8;
+  uint32_t in_flight = 64;
+  // Steps recorded into one submit, at most in_flight and Lfm2Model::kStepRing. Submits grow to it
+  // as 1, 1, 2, 4, ... steps: the first step goes alone (the time to first token waits for no
+  // batch), and a stop discards at most about as many steps as it kept. Each submit costs the GPU
+  // ~50 us whatever its size (H100, bench/NOTES.md 2026-12-07: 8 a submit with 16 or with 32 in
+  // flight decode alike, so it is not the CPU falling behind), and batching shares that among the
+  // steps: 8 / 16 / 32 a submit decode 2,843 / 2,865 / 2,880 tok/s at context 128 there. The cost:
+  // after a stop the GPU still runs the steps in flight (up to ~23 ms at 64 on that card) before
+  // the next call's work; multi-turn chat runs with in_flight 1.
+  uint32_t steps_per_submit = 32;
   // When set: called with each kept step's logits, f32 [vocab] over the model's whole vocabulary,
   // before on_token for that step. They are the logits the sampler read, before the repetition
   // penalty, temperature and any filtering. Unset, nothing is copied or read back.
