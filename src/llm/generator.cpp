@@ -40,7 +40,14 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
     readback_.clear();
     readback_bytes_ = bytes;
   }
-  while (readback_.size() < depth + 1)
+  // A read-back buffer per submit in flight: at most the ramp's first submits (1, 1, 2, 4, ...)
+  // that fit in `depth` steps, since later ones are larger.
+  uint32_t max_submits = 0;
+  for (uint32_t steps = 0, n = 1; steps + n <= depth; n = std::clamp(steps, 1u, batch)) {
+    steps += n;
+    max_submits++;
+  }
+  while (readback_.size() < max_submits + 1)
     readback_.push_back(device.create_buffer(readback_bytes_, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "sampled.readback"));
 
   GenerationStats stats;
