@@ -53,6 +53,17 @@ TEST(Generate, GreedyTokensEqualTheReference) {
     gen.reset();
     EXPECT_EQ(generate(gen, prompt, kGreedy, 12, depth, per_submit), expect) << "in_flight " << depth << ", per submit " << per_submit;
   }
+  // The generator's last pick already embedded the last id (where the device binds enough buffers
+  // for an embedding pick): a decode recorded by itself afterwards starts from that and gives the
+  // logits after the whole sequence.
+  llm::Lfm2Model fresh(model, {.prefill_chunk = 16, .quiet = true});
+  llm::Generator gen(fresh);
+  gen.reset();
+  ASSERT_EQ(generate(gen, prompt, kGreedy, 12, 1), expect);
+  gpu::Recorder rec(test::test_device());
+  fresh.record_decode(rec);
+  rec.submit();
+  EXPECT_LT(test::rel_l2(test::test_device().download_as<float>(fresh.logits()), logits), 1e-3);
 }
 
 // A stop inside a submit of several steps: the ids up to it are reported (read back together),

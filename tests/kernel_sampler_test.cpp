@@ -2,8 +2,11 @@
 // seeded sampling is deterministic and its empirical distribution matches the reference.
 #include <gtest/gtest.h>
 
+#include "common/error.h"
 #include "kernel_test_util.h"
 #include "kernels/sampler.h"
+#include "kernels/step.h"
+#include "q4_gpu.h"
 #include "reference/sampler_reference.h"
 
 using namespace ember;
@@ -61,6 +64,44 @@ TEST(Sampler, GreedyIsArgmaxWithTiesToLowestIdAndPenalty) {
     if (vocab <= 1000) {
       p.temperature = 0;
       EXPECT_EQ(rig.run(p, false), reference::greedy(logits, window, 4.0f)) << vocab;
+    }
+  }
+}
+
+// The embedding pick: besides the id, the id's row of the table (dequantized as the embedding
+// lookup does) lands in `out`, and the step parameters advance to one token after the step before,
+// for the greedy and the sampling pick, with and without zero points.
+TEST(Sampler, EmbeddingPickWritesThePickedRowAndAdvancesTheStep) {
+  const uint32_t vocab = 1000, cols = 96;
+  auto logits = test::random_floats(vocab, 61);
+  for (bool asymmetric : {true, false}) {
+    const auto floats = test::random_floats(size_t(vocab) * cols, 62);
+    const auto table = asymmetric ? reference::quantize_q4_asymmetric(floats, vocab, cols) : reference::quantize_q4_symmetric(floats, vocab, cols);
+    const auto rows = reference::dequantize_q4(table);
+    auto w = test::upload_q4(table, "embed");
+    kernels::SamplerConfig c{.vocab = vocab, .partials = 4, .embed_rows = vocab, .embed_cols = cols, .embed_asymmetric = asymmetric};
+    kernels::Sampler sampler(test_kernels(), c);
+    gpu::Buffer lb = test::buffer_from(logits, "logits"), tokens = test::buffer_from(std::vector<uint32_t>(16, 0), "tokens");
+    gpu::Buffer params = test_device().create_storage(sizeof(kernels::SamplerParams), "params");
+    gpu::Buffer out = test_device().create_storage(cols * 4, "out"), step = kernels::create_step_buffer(test_device());
+    const kernels::PickEmbedding target{w.matrix, {&out}, {&step}};
+    auto groups = sampler.bind({&lb}, {&tokens}, {&params}, &target);
+    EXPECT_THROW(sampler.bind({&lb}, {&tokens}, {&params}), Error);  // an embedding sampler needs its target
+    for (bool greedy : {true, false}) {
+      kernels::upload_step(test_device(), step, {.start = 5, .rows = 3, .seq = 0, .decode_step = 9});
+      kernels::upload_params(test_device(), params, {.vocab = vocab, .temperature = 0.7f, .seed = 3, .out_slot = 8});
+      gpu::Recorder rec(test_device());
+      greedy ? sampler.record_greedy(rec, groups) : sampler.record_sample(rec, groups);
+      rec.submit();
+      const uint32_t id = test_device().download_as<uint32_t>(tokens, 8 * 4, 1)[0];
+      ASSERT_LT(id, vocab);
+      if (greedy) {
+        EXPECT_EQ(id, reference::greedy(logits, {}, 1.0f));
+      }
+      const std::vector<float> row(rows.begin() + size_t(id) * cols, rows.begin() + size_t(id + 1) * cols);
+      EXPECT_LT(test::rel_l2(test_device().download_as<float>(out), row), 1e-6) << (greedy ? "greedy" : "sample") << " asym " << asymmetric;
+      const auto st = test_device().download_as<uint32_t>(step);
+      EXPECT_EQ(st, (std::vector<uint32_t>{8, 1, 0, 10})) << (greedy ? "greedy" : "sample");
     }
   }
 }

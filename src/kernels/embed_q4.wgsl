@@ -1,8 +1,7 @@
 // Embedding lookup from a 4-bit matrix [rows = vocab][cols] (q4_block.wgsl): for t < tokens,
 // out[t][:] = dequantized row ids[t]. The ids live in a GPU buffer, so decode can embed the token
 // the GPU just sampled without a round trip. An id >= rows (never valid) yields a zero row
-// rather than a read outside the matrix.
-// ASYMMETRIC: zero points (the tied head/embed matrix); otherwise (q - 8) * scale.
+// rather than a read outside the matrix (embed_row.wgsl).
 // ADVANCE_STEP (entry `decode`, one workgroup): one decode step that also advances the step
 // parameters on the GPU (step.wgsl): the token is ids[start + rows] of the step before (a prefill
 // chunk or a decode step), and the step buffer becomes {that position, 1 row, decode_step + 1} for
@@ -36,34 +35,13 @@ const STEP_SLOT = 5u;
 override WG: u32 = 128u;
 
 #include "q4_block.wgsl"
-
-// Quant word `word` (8 outputs) of row `id` into token slot t.
-fn embed_word(id: u32, word: u32, t: u32) {
-  let words = p.cols / 8u;
-  var lo = vec4<f32>(0.0);
-  var hi = vec4<f32>(0.0);
-  if (id < p.rows) {
-    let blk = id * p.blocks + word / 4u;
-#if ASYMMETRIC
-    let zero = f32(q4_nibble(zero_points[blk / 8u], blk));
-#else
-    let zero = 8.0;
-#endif
-    let q = wq[id * words + word];
-    let s = scales[blk];
-    lo = q4_low(q, zero) * s;
-    hi = q4_high(q, zero) * s;
-  }
-  let o = (t * p.cols) / 4u + 2u * word;
-  out[o] = lo;
-  out[o + 1u] = hi;
-}
+#include "embed_row.wgsl"
 
 // One lane per quant word; grid y = token.
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   if (gid.x >= p.cols / 8u || gid.y >= p.tokens) { return; }
-  embed_word(ids[gid.y], gid.x, gid.y);
+  embed_word(ids[gid.y], gid.x, gid.y, p.rows, p.cols);
 }
 
 #if ADVANCE_STEP
@@ -71,9 +49,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 fn decode(@builtin(local_invocation_index) li: u32) {
   let prev = step;
   storageBarrier();  // every lane has read the old parameters before lane 0 replaces them
-  let pos = prev.start + prev.rows;
-  if (li == 0u) { step = Step(pos, 1u, prev.seq, prev.decode_step + 1u); }
+  let next = next_step(prev);
+  if (li == 0u) { step = next; }
+  let pos = next.start;
   let id = select(p.rows, ids[min(pos, arrayLength(&ids) - 1u)], pos < arrayLength(&ids));
-  for (var word = li; word < p.cols / 8u; word += WG) { embed_word(id, word, 0u); }
+  for (var word = li; word < p.cols / 8u; word += WG) { embed_word(id, word, 0u, p.rows, p.cols); }
 }
 #endif

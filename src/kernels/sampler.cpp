@@ -19,19 +19,42 @@ Sampler::Sampler(gpu::KernelCache& kernels, const SamplerConfig& config) : kerne
   const std::vector<std::pair<std::string, double>> stage2 = {{"WG", wg}, {"K", k}, {"SORTN", n}, {"P", double(c.partials)}};
   greedy_partials_ = &kernels.get({.file = "sampler_partials.wgsl", .entry = "greedy", .constants = stage1});
   topk_partials_ = &kernels.get({.file = "sampler_partials.wgsl", .entry = "topk", .constants = stage1});
-  greedy_pick_ = &kernels.get({.file = "sampler_pick.wgsl", .entry = "greedy", .constants = stage2});
-  sample_pick_ = &kernels.get({.file = "sampler_pick.wgsl", .entry = "sample", .constants = stage2});
+  gpu::KernelKey pick{.file = "sampler_pick.wgsl", .constants = stage2};
+  if (c.embed_rows) {
+    if (c.embed_cols == 0 || c.embed_cols % 32 != 0)
+      throw Error("embedding width " + std::to_string(c.embed_cols) + " is not supported", "Sampler", "a positive multiple of 32");
+    pick.defines.insert("EMBED");
+    if (c.embed_asymmetric) pick.defines.insert("ASYMMETRIC");
+    pick.constants.push_back({"ROWS", double(c.embed_rows)});
+    pick.constants.push_back({"COLS", double(c.embed_cols)});
+  }
+  pick.entry = "greedy";
+  greedy_pick_ = &kernels.get(pick);
+  pick.entry = "sample";
+  sample_pick_ = &kernels.get(pick);
   partials_ = kernels.device().create_storage(uint64_t(c.partials) * c.max_top_k * 8, "sampler partials");
 }
 
-Sampler::Groups Sampler::bind(gpu::Binding logits, gpu::Binding tokens, gpu::Binding params) const {
+Sampler::Groups Sampler::bind(gpu::Binding logits, gpu::Binding tokens, gpu::Binding params, const PickEmbedding* embed) const {
+  const auto& c = config_;
+  if ((embed != nullptr) != (c.embed_rows != 0))
+    throw Error(embed ? "an embedding target for a sampler that does not embed" : "no embedding target for a sampler that embeds", "Sampler",
+                "give bind an embedding exactly when SamplerConfig::embed_rows is set");
   gpu::Binding partials{&partials_};
   // The greedy stage reads only P pairs, so bind just that prefix of the shared scratch buffer.
-  gpu::Binding greedy{&partials_, 0, uint64_t(config_.partials) * 8};
-  return {kernels_.bind(*greedy_partials_, {logits, tokens, greedy, params}),
-          kernels_.bind(*greedy_pick_, {greedy, tokens, params}),
-          kernels_.bind(*topk_partials_, {logits, tokens, partials, params}),
-          kernels_.bind(*sample_pick_, {partials, tokens, params})};
+  gpu::Binding greedy{&partials_, 0, uint64_t(c.partials) * 8};
+  std::vector<gpu::Binding> greedy_pick{greedy, tokens, params}, sample_pick{partials, tokens, params};
+  if (embed) {
+    check_q4_matrix(embed->table, c.embed_rows, c.embed_cols, c.embed_asymmetric, "Sampler embedding");
+    require_binding(embed->out, uint64_t(c.embed_cols) * 4, "embedding out", "Sampler");
+    require_binding(embed->step, sizeof(StepParams), "step", "Sampler");
+    std::vector<gpu::Binding> more{embed->table.quant, embed->table.scales, embed->out, embed->step};
+    if (c.embed_asymmetric) more.push_back(embed->table.zero_points);
+    greedy_pick.insert(greedy_pick.end(), more.begin(), more.end());
+    sample_pick.insert(sample_pick.end(), more.begin(), more.end());
+  }
+  return {kernels_.bind(*greedy_partials_, {logits, tokens, greedy, params}), kernels_.bind(*greedy_pick_, greedy_pick),
+          kernels_.bind(*topk_partials_, {logits, tokens, partials, params}), kernels_.bind(*sample_pick_, sample_pick)};
 }
 
 void Sampler::record_greedy(gpu::Recorder& rec, const Groups& groups) const {

@@ -15,6 +15,7 @@
 
 #include "gpu/kernel.h"
 #include "gpu/recorder.h"
+#include "kernels/q4_matrix.h"
 
 namespace ember::kernels {
 
@@ -42,6 +43,18 @@ struct SamplerConfig {
   uint32_t sort_size = 512;   // power of two >= 2 K and >= workgroup
   uint32_t workgroup = 256;   // power of two
   uint32_t window_max = 256;  // longest repetition window
+  // Nonzero: the pick also embeds the id it picks, as the next decode step's embedding lookup
+  // would: it writes the id's row of a 4-bit table [embed_rows][embed_cols] (bind's `embed`) and
+  // advances the step buffer (embed_q4.wgsl's decode entry), so that decode records no lookup.
+  uint32_t embed_rows = 0, embed_cols = 0;
+  bool embed_asymmetric = false;  // the table has zero points
+};
+
+// Where an embedding pick (SamplerConfig::embed_rows) writes: the table's row of the picked id
+// into `out` (f32 [embed_cols]); `step` is the step buffer it advances (step.h).
+struct PickEmbedding {
+  Q4Matrix table;
+  gpu::Binding out, step;
 };
 
 class Sampler {
@@ -51,8 +64,9 @@ class Sampler {
     gpu::BindGroup greedy_partials, greedy_pick, topk_partials, sample_pick;
   };
   // logits f32 [vocab]; tokens u32 (window and output slot); params: a SamplerParams buffer
-  // (Device::create_storage(sizeof(SamplerParams)), see upload_params).
-  Groups bind(gpu::Binding logits, gpu::Binding tokens, gpu::Binding params) const;
+  // (Device::create_storage(sizeof(SamplerParams)), see upload_params); embed: given exactly when
+  // the config embeds.
+  Groups bind(gpu::Binding logits, gpu::Binding tokens, gpu::Binding params, const PickEmbedding* embed = nullptr) const;
   void record_greedy(gpu::Recorder& rec, const Groups& groups) const;
   void record_sample(gpu::Recorder& rec, const Groups& groups) const;
   const SamplerConfig& config() const { return config_; }

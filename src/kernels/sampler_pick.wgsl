@@ -16,6 +16,31 @@ override P: u32 = 256u;  // partials written by stage 1
 @group(0) @binding(1) var<storage, read_write> tokens: array<u32>;
 @group(0) @binding(2) var<storage, read> sp: SamplerParams;
 
+#if EMBED
+// EMBED: the picked id is the next decode step's token, so the pick also does that step's first
+// dispatch (embed_q4.wgsl's decode entry): it writes the id's row of a 4-bit table [ROWS][COLS]
+// into `out` and advances the step parameters. One dependent stage a token less.
+#include "step.wgsl"
+#include "q4_block.wgsl"
+override ROWS: u32 = 1u;
+override COLS: u32 = 32u;
+@group(0) @binding(3) var<storage, read> wq: array<u32>;
+@group(0) @binding(4) var<storage, read> scales: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> step: Step;
+#if ASYMMETRIC
+@group(0) @binding(7) var<storage, read> zero_points: array<u32>;
+#endif
+#include "embed_row.wgsl"
+
+// Called by every lane with the picked id. Lane 0 alone reads and rewrites the step parameters
+// (no lane else reads them), so no barrier orders the two.
+fn embed_next(id: u32, li: u32) {
+  if (li == 0u) { step = next_step(step); }
+  for (var word = li; word < COLS / 8u; word += WG) { embed_word(id, word, 0u, ROWS, COLS); }
+}
+#endif
+
 fn load_candidate(i: u32) -> Cand {
   return Cand(partials[i * 2u], bitcast<u32>(partials[i * 2u + 1u]));
 }
@@ -40,6 +65,9 @@ fn greedy(@builtin(local_invocation_index) li: u32) {
   }
   let b = best_of_workgroup(li, best);
   if (li == 0u) { tokens[sp.out_slot] = b.id; }
+#if EMBED
+  embed_next(b.id, li);
+#endif
 }
 
 // Order-preserving map of f32 to u32 (larger float, larger key).
@@ -109,10 +137,23 @@ fn merge_partials(li: u32) {
   sort_desc(li);
 }
 
+var<workgroup> chosen: u32;
+
 @compute @workgroup_size(WG)
 fn sample(@builtin(local_invocation_index) li: u32) {
   merge_partials(li);
-  if (li != 0u) { return; }
+  if (li == 0u) {
+    let id = draw();
+    tokens[sp.out_slot] = id;
+    chosen = id;
+  }
+#if EMBED
+  embed_next(workgroupUniformLoad(&chosen), li);
+#endif
+}
+
+// The sampling pick's choice among the merged candidates in sv/si (lane 0 alone).
+fn draw() -> u32 {
   var n = select(K, min(sp.top_k, K), sp.top_k > 0u);
   for (var i = 0u; i < n; i++) {
     if (si[i] == NO_ID) {
@@ -120,10 +161,7 @@ fn sample(@builtin(local_invocation_index) li: u32) {
       break;
     }
   }
-  if (sp.temperature <= 0.0 || n <= 1u) {
-    tokens[sp.out_slot] = si[0];
-    return;
-  }
+  if (sp.temperature <= 0.0 || n <= 1u) { return si[0]; }
   // Weights relative to the best: w_0 = 1, so min-p compares w_i with min_p directly.
   let m = sv[0];
   var total = 0.0;
@@ -153,14 +191,10 @@ fn sample(@builtin(local_invocation_index) li: u32) {
   var kept = 0.0;
   for (var i = 0u; i < n; i++) { kept += sv[i]; }
   let threshold = uniform01(sp.seed, sp.step) * kept;
-  var chosen = si[n - 1u];
   var cum = 0.0;
   for (var i = 0u; i < n; i++) {
     cum += sv[i];
-    if (cum > threshold) {
-      chosen = si[i];
-      break;
-    }
+    if (cum > threshold) { return si[i]; }
   }
-  tokens[sp.out_slot] = chosen;
+  return si[n - 1u];
 }

@@ -9,3 +9,7 @@ struct Step {
   seq: u32,    // the sequence of this entry (0 outside batched decode)
   decode_step: u32,  // a model's decode steps from 1 (residual_mlp_q4.wgsl's tag parity)
 }
+
+// The step after `prev` (a prefill chunk or a decode step): one token at the position after it.
+// The decode's first dispatch (the embedding lookup, or the sampler pick before it) advances to it.
+fn next_step(prev: Step) -> Step { return Step(prev.start + prev.rows, 1u, prev.seq, prev.decode_step + 1u); }

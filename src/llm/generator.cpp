@@ -18,11 +18,17 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 Generator::Generator(Lfm2Model& model, uint32_t sample_vocab)
     : model_(model), sample_vocab_(sample_vocab ? std::min(sample_vocab, model.vocab()) : model.vocab()) {
   const auto& device = model.device();
-  sampler_ = std::make_unique<kernels::Sampler>(model.kernels(), sampler_config(sample_vocab_));
+  kernels::SamplerConfig config = sampler_config(sample_vocab_);
+  // The pick also embeds the id it picks for the next step (one dependent dispatch a token less),
+  // where the device binds the 8 storage buffers that takes.
+  if (device.limits().maxStorageBuffersPerShaderStage >= 8) model.pick_embedding_shape(config);
+  sampler_ = std::make_unique<kernels::Sampler>(model.kernels(), config);
   params_stride_ = std::max<uint64_t>(sizeof(kernels::SamplerParams), device.limits().minStorageBufferOffsetAlignment);
   params_ring_ = device.create_storage(Lfm2Model::kStepRing * params_stride_, "sampler.params_ring");
+  const kernels::PickEmbedding embedding = model.pick_embedding();
   for (uint32_t k = 0; k < Lfm2Model::kStepRing; k++)
-    groups_.push_back(sampler_->bind({&model.logits()}, {&model.tokens()}, {&params_ring_, k * params_stride_, sizeof(kernels::SamplerParams)}));
+    groups_.push_back(sampler_->bind({&model.logits()}, {&model.tokens()}, {&params_ring_, k * params_stride_, sizeof(kernels::SamplerParams)},
+                                     config.embed_rows ? &embedding : nullptr));
 }
 
 Generator::~Generator() = default;
@@ -93,6 +99,7 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
     std::memcpy(slot_bytes.data() + slot_bytes.size() - params_stride_, &params, sizeof params);
     if (sampling.greedy()) sampler_->record_greedy(rec, groups_[slot]);
     else sampler_->record_sample(rec, groups_[slot]);
+    if (sampler_->config().embed_rows) model_.picked_embedded();
     if (logits_bytes) rec.copy(model_.logits(), 0, readback_[f.slot], kIdBytes + f.steps * logits_bytes, logits_bytes);
     f.steps++;
     submitted++;

@@ -423,11 +423,13 @@ void Lfm2Model::reset() {
   position_ = 0;
   decode_steps_ = 0;
   clear_state_ = true;
+  pick_embedded_ = false;
 }
 
 void Lfm2Model::upload_step(uint32_t start, uint32_t rows) {
   kernels::upload_step(device_, step_, kernels::StepParams{.start = start, .rows = rows, .decode_step = decode_steps_});
   step_next_ = start + rows;
+  pick_embedded_ = false;  // the prefill's tokens replace what a pick embedded
 }
 
 const Lfm2Model::Chunk& Lfm2Model::chunk_for(uint32_t T) {
@@ -577,6 +579,24 @@ void Lfm2Model::prefill_logits(std::span<const uint32_t> ids, const LogitRows& o
   }
 }
 
+kernels::PickEmbedding Lfm2Model::pick_embedding() const {
+  const uint32_t H = u32(shape().hidden);
+  return {weights_->matrix("embed", vocab(), H), {&x_, 0, uint64_t(H) * 4}, {&step_}};
+}
+
+void Lfm2Model::pick_embedding_shape(kernels::SamplerConfig& config) const {
+  config.embed_rows = vocab();
+  config.embed_cols = u32(shape().hidden);
+  config.embed_asymmetric = weights_->has("embed.zero_points");
+}
+
+void Lfm2Model::picked_embedded() {
+  if (step_next_ != position_)
+    throw Error("an embedding sampler pick at position " + std::to_string(position_) + " follows no prefill or decode step of this model",
+                "decode", "record the embedding pick only right after a prefill or a decode step");
+  pick_embedded_ = true;
+}
+
 void Lfm2Model::record_decode(gpu::Recorder& rec) {
   if (position_ >= capacity_)
     throw Error("the context is full (" + std::to_string(capacity_) + " positions)", "decode",
@@ -586,7 +606,9 @@ void Lfm2Model::record_decode(gpu::Recorder& rec) {
     rec.write(step_ring_, uint64_t(position_ % kStepRing) * sizeof(kernels::StepParams),
               kernels::StepParams{.start = position_, .rows = 0, .decode_step = decode_steps_}, step_);
   decode_steps_++;  // from 1; wrapping keeps the parity alternating
-  decode_embed_.record(rec);  // embeds tokens[position_]; step_ becomes {position_, 1, decode_steps_}
+  // Embeds tokens[position_]; step_ becomes {position_, 1, decode_steps_} (unless a pick did both).
+  if (!pick_embedded_) decode_embed_.record(rec);
+  pick_embedded_ = false;
   record_layers(rec, 1, nullptr);
   record_head(rec, 1, /*decode=*/true);
   position_++;

@@ -20,6 +20,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/matvec_q4.h"
 #include "kernels/matmul_q4.h"
+#include "kernels/sampler.h"
 #include "llm/kernel_choice.h"
 #include "llm/lfm2_weights.h"
 #include "llm/sequence_caches.h"
@@ -86,6 +87,15 @@ class Lfm2Model {
   // Records one decode step for the token at tokens()[position()] into `rec`. Leaves the logits
   // in logits(); advances position(). Several steps may go into one submit (up to kStepRing).
   void record_decode(gpu::Recorder& rec);
+  // A sampler pick that embeds (kernels::SamplerConfig::embed_rows) writes the picked token's row
+  // where the decode step reads its input and advances the step parameters, as the step's own
+  // lookup would: pick_embedding() is where (the table, the input, the step buffer), and
+  // pick_embedding_shape() sets a sampler config's table shape. After recording such a pick
+  // right after a prefill or a decode step, call picked_embedded(): the next record_decode then
+  // starts at the first layer.
+  kernels::PickEmbedding pick_embedding() const;
+  void pick_embedding_shape(kernels::SamplerConfig& config) const;
+  void picked_embedded();
   // Decode steps one submit may hold: each step's parameters have a slot of their own.
   static constexpr uint32_t kStepRing = 64;
 
@@ -172,6 +182,7 @@ class Lfm2Model {
   gpu::BindGroup head_norm_;
   kernels::Bound head_mv_, decode_head_mv_;
   kernels::Dispatch decode_embed_;
+  bool pick_embedded_ = false;  // position()'s token is embedded and the step parameters advanced
   gpu::Buffer logits_, tokens_, step_;
   // Decode after the position moved without step_ (a batched step, a reset): the StepParams that
   // lead to it, at slot position % kStepRing, copied into step_ inside the command stream (a queue
