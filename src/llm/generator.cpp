@@ -21,11 +21,15 @@ Generator::Generator(Lfm2Model& model, uint32_t sample_vocab)
   kernels::SamplerConfig config = sampler_config(sample_vocab_);
   // The pick also embeds the id it picks for the next step (one dependent dispatch a token less),
   // where the device binds the 8 storage buffers that takes.
-  if (device.limits().maxStorageBuffersPerShaderStage >= 8) model.pick_embedding_shape(config);
+  const kernels::PickEmbedding embedding = model.pick_embedding();
+  if (device.limits().maxStorageBuffersPerShaderStage >= 8) {
+    config.embed_rows = embedding.table.rows;
+    config.embed_cols = embedding.table.cols;
+    config.embed_asymmetric = embedding.table.asymmetric();
+  }
   sampler_ = std::make_unique<kernels::Sampler>(model.kernels(), config);
   params_stride_ = std::max<uint64_t>(sizeof(kernels::SamplerParams), device.limits().minStorageBufferOffsetAlignment);
   params_ring_ = device.create_storage(Lfm2Model::kStepRing * params_stride_, "sampler.params_ring");
-  const kernels::PickEmbedding embedding = model.pick_embedding();
   for (uint32_t k = 0; k < Lfm2Model::kStepRing; k++)
     groups_.push_back(sampler_->bind({&model.logits()}, {&model.tokens()}, {&params_ring_, k * params_stride_, sizeof(kernels::SamplerParams)},
                                      config.embed_rows ? &embedding : nullptr));

@@ -584,12 +584,6 @@ kernels::PickEmbedding Lfm2Model::pick_embedding() const {
   return {weights_->matrix("embed", vocab(), H), {&x_, 0, uint64_t(H) * 4}, {&step_}};
 }
 
-void Lfm2Model::pick_embedding_shape(kernels::SamplerConfig& config) const {
-  config.embed_rows = vocab();
-  config.embed_cols = u32(shape().hidden);
-  config.embed_asymmetric = weights_->has("embed.zero_points");
-}
-
 void Lfm2Model::picked_embedded() {
   if (step_next_ != position_)
     throw Error("an embedding sampler pick at position " + std::to_string(position_) + " follows no prefill or decode step of this model",

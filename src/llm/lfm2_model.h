@@ -89,12 +89,10 @@ class Lfm2Model {
   void record_decode(gpu::Recorder& rec);
   // A sampler pick that embeds (kernels::SamplerConfig::embed_rows) writes the picked token's row
   // where the decode step reads its input and advances the step parameters, as the step's own
-  // lookup would: pick_embedding() is where (the table, the input, the step buffer), and
-  // pick_embedding_shape() sets a sampler config's table shape. After recording such a pick
-  // right after a prefill or a decode step, call picked_embedded(): the next record_decode then
-  // starts at the first layer.
+  // lookup would: pick_embedding() is where (the table, the input, the step buffer). After
+  // recording such a pick right after a prefill or a decode step, call picked_embedded(): the
+  // next record_decode then starts at the first layer.
   kernels::PickEmbedding pick_embedding() const;
-  void pick_embedding_shape(kernels::SamplerConfig& config) const;
   void picked_embedded();
   // Decode steps one submit may hold: each step's parameters have a slot of their own.
   static constexpr uint32_t kStepRing = 64;
