@@ -54,6 +54,9 @@ class Instance {
   // into enumerate(), or a case-insensitive substring of the adapter's name/vendor/driver.
   Found select(const std::string& selector) const;
 
+  // Runs the Dawn callbacks that are due, without waiting.
+  void process_events() const { wgpuInstanceProcessEvents(instance_.get()); }
+
   // Runs Dawn's callbacks until `done` becomes true. Polls without pause for the first ~100
   // polls (a GPU round trip is ~20 us), then yields the core between polls: on a CPU adapter the
   // GPU's work runs on this machine's cores, and a spinning waiter takes one of them.

@@ -76,7 +76,7 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   struct InFlight {
     uint32_t slot;       // readback buffer index
     uint32_t steps = 0;  // ids (and logits) in it
-    bool mapped = false, ready = false;
+    bool ready = false;  // its read-back is mapped
   };
   std::deque<InFlight> flight;
   uint32_t next_slot = 0, submitted = 0, kept = 0, last_id = 0, steps_in_flight = 0;
@@ -114,7 +114,6 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
     cb.callback = [](WGPUMapAsyncStatus, WGPUStringView, void* u, void*) { *static_cast<bool*>(u) = true; };
     cb.userdata1 = &f.ready;
     wgpuBufferMapAsync(readback_[f.slot].get(), WGPUMapMode_Read, 0, readback_bytes_, cb);
-    f.mapped = true;
   };
 
   auto can_submit = [&] { return !stop && submitted < std::max<uint32_t>(1, options.max_tokens) && model_.position() + 1 < capacity; };
@@ -125,6 +124,11 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
     while (can_submit()) {
       const uint32_t n = std::clamp(submitted, 1u, batch);
       if (steps_in_flight + n > depth) break;
+      // Ids already back go to the caller before more is recorded: recording a submit takes the
+      // CPU a while, and an id behind it would reach the caller late (the first one's time would
+      // also count steps the GPU decoded meanwhile as decode time saved).
+      device.instance().process_events();
+      if (!flight.empty() && flight.front().ready) break;
       InFlight f{next_slot};
       next_slot = (next_slot + 1) % static_cast<uint32_t>(readback_.size());
       gpu::Recorder rec(device);
@@ -135,11 +139,10 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
       rec.submit();
       steps_in_flight += f.steps;
       flight.push_back(f);
+      start_map(flight.back());
     }
     if (flight.empty()) break;
     InFlight& f = flight.front();
-    for (auto& g : flight)
-      if (!g.mapped) start_map(g);
     device.instance().wait_until([&] { return f.ready; });
     device.check("generating");
     const auto* mapped = static_cast<const uint8_t*>(wgpuBufferGetConstMappedRange(readback_[f.slot].get(), 0, readback_bytes_));
