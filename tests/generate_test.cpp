@@ -118,6 +118,13 @@ TEST(Generate, SubmitsAcrossTheParameterRingKeepEachStepsParameters) {
   const auto one_by_one = generate(gen, prompt, s, n, 1);
   gen.reset();
   EXPECT_EQ(generate(gen, prompt, s, n, 48, 24), one_by_one);  // submits of 1, 1, 2, 4, 8, 16, 24, 24: steps 57-80 wrap at 64
+  // Submits of the whole ring (1, 1, 2, 4, 8, 16, 32, 64, 16), 128 steps in flight.
+  const uint32_t n2 = 2 * llm::Lfm2Model::kStepRing + 16;
+  ASSERT_GE(model.capacity(), prompt.size() + n2);
+  gen.reset();
+  const auto longer = generate(gen, prompt, s, n2, 1);
+  gen.reset();
+  EXPECT_EQ(generate(gen, prompt, s, n2, 128, 64), longer);
 }
 
 TEST(Generate, ContinuationAfterAStopEqualsOneLongSequence) {
