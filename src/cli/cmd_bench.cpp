@@ -73,7 +73,7 @@ void add_bench_llm(CLI::App& bench) {
   cmd->add_option("--context", o->bench.contexts, "cache lengths to decode at (comma-separated)")->delimiter(',')->capture_default_str();
   cmd->add_option("--repeats", o->bench.repeats, "timed runs (after a warm-up: one run per context; first-token runs for 0.5 s)")->capture_default_str();
   cmd->add_option("--in-flight", o->bench.in_flight, "generator steps submitted ahead")->capture_default_str();
-  cmd->add_option("--per-submit", o->bench.steps_per_submit, "generator steps recorded into one submit (at most --in-flight)")
+  cmd->add_option("--per-submit", o->bench.steps_per_submit, "generator steps recorded into one submit (at most half of --in-flight)")
       ->check(CLI::Range(1u, llm::Lfm2Model::kStepRing))
       ->capture_default_str();
   cmd->add_flag("--profile", o->bench.profile, "per-kernel GPU time of a decode step at each context, vs each kernel's floor");

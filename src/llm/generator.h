@@ -22,12 +22,12 @@ struct GenerateOptions {
   // is one the caller kept): what multi-turn chat needs. More hides the read-back latency; the
   // steps in flight at a stop are discarded, and the sequence cannot be continued.
   uint32_t in_flight = 64;
-  // Steps recorded into one submit, at most in_flight and Lfm2Model::kStepRing. Submits grow to it
-  // as 1, 1, 2, 4, ... steps: the first step goes alone (the time to first token waits for no
-  // batch), and a stop discards at most about as many steps as it kept. Each submit costs the GPU
-  // ~50 us whatever its size (H100, bench/NOTES.md 2026-12-07: 8 a submit with 16 or with 32 in
-  // flight decode alike, so it is not the CPU falling behind), and batching shares that among the
-  // steps: 8 / 16 / 32 a submit decode 2,843 / 2,865 / 2,880 tok/s at context 128 there. The cost:
+  // Steps recorded into one submit, at most half of in_flight (one submit runs while the next is
+  // recorded) and Lfm2Model::kStepRing. Submits grow to it as 1, 1, 2, 4, ... steps: the first
+  // step goes alone (the time to first token waits for no batch), and a stop discards at most
+  // about as many steps as it kept. Each submit costs the GPU ~50 us whatever its size, and
+  // batching shares that: 8 / 16 / 32 a submit decoded 2,843 / 2,865 / 2,880 tok/s at context 128
+  // on an H100 (bench/NOTES.md, 2026-12-07; 64 / 128 in flight was inconclusive there). The cost:
   // after a stop the GPU still runs the steps in flight (up to ~23 ms at 64 on that card) before
   // the next call's work; multi-turn chat runs with in_flight 1.
   uint32_t steps_per_submit = 32;
