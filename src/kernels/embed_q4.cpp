@@ -8,7 +8,7 @@ namespace {
 
 // Mirrors `Params` in embed_q4.wgsl.
 struct EmbedParams {
-  uint32_t rows, cols, blocks, tokens;
+  uint32_t rows, cols, pad, tokens;
 };
 static_assert(sizeof(EmbedParams) == 16);
 
@@ -38,7 +38,7 @@ Bound EmbedQ4::bind(const Q4Matrix& w, gpu::Binding ids, gpu::Binding out, uint3
   require_binding(ids, uint64_t(tokens) * 4, "ids", where);
   require_binding(out, uint64_t(tokens) * config_.cols * 4, "out", where);
   Bound b;
-  b.params = kernels_.device().create_uniform(EmbedParams{config_.rows, config_.cols, config_.cols / 32, tokens}, "embed_q4 params");
+  b.params = kernels_.device().create_uniform(EmbedParams{config_.rows, config_.cols, 0, tokens}, "embed_q4 params");
   std::vector<gpu::Binding> bindings{w.quant, w.scales, ids, out, {&b.params}};
   if (config_.asymmetric) bindings.push_back(w.zero_points);
   b.group = kernels_.bind(*kernel_, bindings);
@@ -55,7 +55,7 @@ Dispatch EmbedQ4::bind_decode(const Q4Matrix& w, gpu::Binding ids, gpu::Binding 
   require_binding(out, uint64_t(config_.cols) * 4, "out", where);
   Dispatch d;
   d.kernel = decode_kernel_;
-  d.params = kernels_.device().create_uniform(EmbedParams{config_.rows, config_.cols, config_.cols / 32, 1}, "embed_q4 params");
+  d.params = kernels_.device().create_uniform(EmbedParams{config_.rows, config_.cols, 0, 1}, "embed_q4 params");
   std::vector<gpu::Binding> bindings{w.quant, w.scales, ids, out, {&d.params}};
   if (config_.asymmetric) bindings.push_back(w.zero_points);
   bindings.push_back(step);

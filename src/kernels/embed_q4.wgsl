@@ -10,7 +10,7 @@
 struct Params {
   rows: u32,
   cols: u32,
-  blocks: u32,  // cols / 32
+  pad: u32,
   tokens: u32,
 }
 
