@@ -127,8 +127,7 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
       const uint32_t n = std::clamp(submitted, 1u, batch);
       if (steps_in_flight + n > depth) break;
       // Ids already back go to the caller before more is recorded: recording a submit takes the
-      // CPU a while, and an id behind it would reach the caller late (the first one's time would
-      // also count steps the GPU decoded meanwhile as decode time saved).
+      // CPU a while, and an id waiting behind it would stream late.
       device.instance().process_events();
       if (!flight.empty() && flight.front().ready) break;
       InFlight f{next_slot};
