@@ -1,6 +1,6 @@
-# Sourced by scripts/device_run.sh: `run:bench/ab/2026-12-18d_h200_only.sh` on branch
-# epilogue-preload (twenty-sixth session), the bundle of run 18c (ember_base = main at acd0e60,
-# ember = the branch with all its changes). Runs only on an H200 (elsewhere it stops at once: run
+# Sourced by scripts/device_run.sh: `run:bench/ab/2026-12-18d_h200_only.sh` on main (twenty-sixth
+# session; ember_base = main at acd0e60 in .dev/base/ember before scripts/device_pack.sh, ember =
+# main with the session's changes). Runs only on an H200 (elsewhere it stops at once: run
 # 18c measured these builds on an H100). With the H200's recorded tune, then a fresh tune, each
 # benched with both builds at 128/1024/2048, two rounds. Prediction: ember ~3,030 tok/s at ctx
 # 128 (+3.6% over base, as on the H100 in run 18c), ctx 2048 >= 2,650, TTFT ~13.7 ms; 64 steps a

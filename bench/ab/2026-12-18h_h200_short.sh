@@ -1,5 +1,6 @@
-# Sourced by scripts/device_run.sh: `run:bench/ab/2026-12-18h_h200_short.sh`, run 18f's bundle
-# (ember_base = main at acd0e60, ember = main with this session's changes). Only on an H200
+# Sourced by scripts/device_run.sh: `run:bench/ab/2026-12-18h_h200_short.sh` on main (ember_base =
+# main at acd0e60 in .dev/base/ember before scripts/device_pack.sh, ember = main with the
+# twenty-sixth session's changes). Only on an H200
 # (elsewhere it stops at once), for the session's last device minutes: both builds with the
 # H200's recorded tune at 128/1024/2048, two rounds, and ember at 64 a submit / 128 in flight.
 # Prediction: ember ~3,030 tok/s at ctx 128 (+3.6% over base, as on the H100 in run 18c).
