@@ -2,62 +2,16 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <optional>
 
 #include "common/error.h"
-#include "kernels/attention.h"
-#include "kernels/conv.h"
-#include "kernels/elementwise.h"
-#include "kernels/embed_q4.h"
-#include "kernels/kv_write.h"
-#include "kernels/matmul_q4.h"
-#include "kernels/matvec_q4.h"
-#include "kernels/mlp_q4.h"
-#include "kernels/qk_norm_rope_kv.h"
-#include "kernels/residual_mlp_q4.h"
-#include "kernels/rmsnorm.h"
-#include "kernels/rope.h"
 #include "kernels/step.h"
 #include "llm/lfm2_kernel_configs.h"
+#include "llm/lfm2_model_parts.h"
 
 namespace ember::llm {
 
 using formats::LayerType;
 using kernels::OutputMode;
-
-// The kernel families of one model, configured once (shapes and the candidate's choices).
-struct Lfm2Model::Ops {
-  std::optional<kernels::RmsNorm> norm, q_norm, k_norm;
-  std::optional<kernels::Rope> rope;
-  std::optional<kernels::KvWrite> kv_write;
-  std::optional<kernels::QkNormRopeKv> qk_norm_rope_kv;  // with qk_fuse (decode and prefill)
-  std::optional<kernels::AttentionDecode> attn_decode;
-  std::optional<kernels::AttentionPrefill> attn_prefill;
-  std::optional<kernels::ShortConv> conv_decode, conv_prefill;
-  std::optional<kernels::SiluMul> silu_mul;
-  std::optional<kernels::EmbedQ4> embed;
-  std::optional<kernels::MlpQ4> mlp;  // decode under mlp_pair; the ffn norm fused in where norm_fuse
-  std::map<std::string, kernels::MatvecQ4> matvec;   // by shape key (decode; the norm/gate fusions applied)
-  std::optional<kernels::MatvecQ4> prefill_head;     // the head without prefetch, where decode's prefetches
-  std::map<std::string, kernels::MatmulQ4> matmul;   // by shape key (prefill)
-  std::map<uint32_t, kernels::ResidualMlpQ4> residual_mlp;  // by out-projection cols (decode, residual_mlp_)
-};
-
-// Bind groups of one layer that do not depend on the number of tokens.
-struct Lfm2Model::Layer {
-  LayerType type;
-  std::string prefix;  // "L3."
-  kernels::Q4Matrix mix_in, mix_out, gate_up, down;  // mix: conv in/out_proj or attn qkv/o_proj
-  std::string mix_in_key, mix_out_key;
-  gpu::BindGroup op_norm, ffn_norm, q_norm, k_norm, rope, kv_write, attn_prefill, silu_mul;
-  gpu::BindGroup qk_norm_rope_kv;  // with qk_fuse
-  kernels::AttentionDecode::Groups attn_decode;
-  kernels::ShortConv::Groups conv_decode, conv_prefill;
-  kernels::Bound mix_in_mv, mix_out_mv, gate_up_mv, down_mv;  // decode matvecs
-  bool decode_norm_fused = false;                           // mix_in_mv / gate_up_mv / mlp read x itself
-  kernels::MlpBound mlp;                                     // decode fused MLP (mlp_pair)
-  kernels::Bound residual_mlp;                               // decode mix_out + MLP (residual_mlp_)
-};
 
 // The matrix-matrix bind groups for chunks of T tokens (each bind carries its token count).
 struct Lfm2Model::Chunk {
@@ -332,74 +286,6 @@ void Lfm2Model::build() {
   decode_embed_ = o.embed->bind_decode(weights_->matrix("embed", V, H), {&tokens_}, {&step_}, {&x_});
   if (choices_.residual_mlp_workgroups) build_residual_mlp();
   device.check("building the LFM2 graph");
-}
-
-void Lfm2Model::build_residual_mlp() {
-  const auto& s = shape();
-  const uint32_t H = u32(s.hidden), F = u32(s.ffn);
-  auto off = [&](const std::string& why) {
-    choices_.warnings.push_back("residualMlpWorkgroups " + std::to_string(choices_.residual_mlp_workgroups) + ": " + why +
-                                "; decode runs the out projection and the MLP as separate dispatches");
-    choices_.residual_mlp_workgroups = 0;
-    ops_->residual_mlp.clear();
-  };
-  if (choices_.mlp_pair || !choices_.norm_fuse) return off("needs the unfused MLP path with normFuse");
-  kernels::ResidualMlpConfig rc{
-      .hidden = H, .ffn = F, .workgroups = choices_.residual_mlp_workgroups, .eps = static_cast<float>(s.eps()), .prefetch = choices_.prefetch};
-  // What layer i's grid reads ahead: the next layer's mix-in matvec, unless it starts another weights
-  // buffer; after the last layer nothing (the head's first 8 MiB cost 1.3 us a step on an H200).
-  auto next_of = [&](size_t i) -> const kernels::Q4Matrix* {
-    if (!rc.prefetch || i + 1 == layers_.size()) return nullptr;
-    const kernels::Q4Matrix& next = layers_[i + 1].mix_in;
-    return next.quant.buffer == layers_[i].down.quant.buffer && next.scales.buffer == next.quant.buffer ? &next : nullptr;
-  };
-  try {
-    for (const Layer& l : layers_) {
-      rc.proj_cols = l.mix_out.cols;
-      if (!ops_->residual_mlp.count(rc.proj_cols)) ops_->residual_mlp.emplace(rc.proj_cols, kernels::ResidualMlpQ4(kernels_, rc));
-    }
-  } catch (const Error& e) {
-    return off(e.what());
-  }
-  // Per layer: its own tagged words (each written once per step) and status word, 256-byte aligned.
-  const kernels::ResidualMlpQ4& any = ops_->residual_mlp.begin()->second;
-  residual_stride_ = (any.scratch_bytes() + 255) / 256 * 256;
-  residual_status_offset_ = any.status_offset();
-  residual_scratch_ = device_.create_storage(residual_stride_ * layers_.size(), "decode.residual_mlp.scratch");
-  auto bind = [&](size_t i, gpu::Binding x, gpu::Binding scratch, gpu::Binding step) {
-    const Layer& l = layers_[i];
-    return ops_->residual_mlp.at(l.mix_out.cols)
-        .bind(l.mix_out, l.gate_up, l.down, l.type == LayerType::Attention ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, x,
-              weights_->section(l.prefix + "mlp.gate_up.norm"), scratch, step, next_of(i));
-  };
-  std::vector<kernels::Bound> bound;
-  try {
-    for (size_t i = 0; i < layers_.size(); i++)
-      bound.push_back(bind(i, {&x_, 0, uint64_t(H) * 4}, {&residual_scratch_, residual_stride_ * i, residual_stride_}, {&step_}));
-  } catch (const Error& e) {  // a layer's matrices in two weights buffers (a pack larger than one binding may span)
-    return off(e.what());
-  }
-  // The probe: one step of layer 0 on scratch of its own, waiting for its words at decode_step 1.
-  // A grid the device cannot hold at once gives up its waits and sets the status word.
-  gpu::Buffer probe_scratch = device_.create_storage(residual_stride_, "residual_mlp.probe.scratch");
-  gpu::Buffer probe_step = kernels::create_step_buffer(device_, "residual_mlp.probe.step");
-  kernels::upload_step(device_, probe_step, kernels::StepParams{.decode_step = 1});
-  kernels::Bound probe = bind(0, {&h_}, {&probe_scratch}, {&probe_step});
-  gpu::Recorder rec(device_);
-  ops_->residual_mlp.at(layers_.front().mix_out.cols).record(rec, probe);
-  rec.submit();
-  if (device_.download_as<uint32_t>(probe_scratch, residual_status_offset_, 1)[0] != 0)
-    return off("its " + std::to_string(choices_.residual_mlp_workgroups) + " workgroups do not all run at once on this device");
-  for (size_t i = 0; i < layers_.size(); i++) layers_[i].residual_mlp = std::move(bound[i]);
-  residual_mlp_ = true;
-}
-
-bool Lfm2Model::residual_mlp_failed() const {
-  if (!residual_mlp_) return false;
-  const auto words = device_.download_as<uint32_t>(residual_scratch_);
-  for (size_t i = 0; i < layers_.size(); i++)
-    if (words[(residual_stride_ * i + residual_status_offset_) / 4] != 0) return true;
-  return false;
 }
 
 Lfm2Model::~Lfm2Model() = default;

@@ -1,0 +1,84 @@
+// The one-dispatch residual MLP in an Lfm2Model's decode graph (residual_mlp_q4.wgsl): a layer's
+// out projection, ffn norm and MLP as one dispatch where the candidate's residualMlpWorkgroups asks
+// for it and a probe shows its grid resident on this device.
+#include "common/error.h"
+#include "kernels/step.h"
+#include "llm/lfm2_model_parts.h"
+
+namespace ember::llm {
+
+using formats::LayerType;
+
+namespace {
+uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
+}  // namespace
+
+void Lfm2Model::build_residual_mlp() {
+  const auto& s = shape();
+  const uint32_t H = u32(s.hidden), F = u32(s.ffn);
+  auto off = [&](const std::string& why) {
+    choices_.warnings.push_back("residualMlpWorkgroups " + std::to_string(choices_.residual_mlp_workgroups) + ": " + why +
+                                "; decode runs the out projection and the MLP as separate dispatches");
+    choices_.residual_mlp_workgroups = 0;
+    ops_->residual_mlp.clear();
+  };
+  if (choices_.mlp_pair || !choices_.norm_fuse) return off("needs the unfused MLP path with normFuse");
+  kernels::ResidualMlpConfig rc{
+      .hidden = H, .ffn = F, .workgroups = choices_.residual_mlp_workgroups, .eps = static_cast<float>(s.eps()), .prefetch = choices_.prefetch};
+  // What layer i's grid reads ahead: the next layer's mix-in matvec, unless it starts another weights
+  // buffer; after the last layer nothing (the head's first 8 MiB cost 1.3 us a step on an H200).
+  auto next_of = [&](size_t i) -> const kernels::Q4Matrix* {
+    if (!rc.prefetch || i + 1 == layers_.size()) return nullptr;
+    const kernels::Q4Matrix& next = layers_[i + 1].mix_in;
+    return next.quant.buffer == layers_[i].down.quant.buffer && next.scales.buffer == next.quant.buffer ? &next : nullptr;
+  };
+  try {
+    for (const Layer& l : layers_) {
+      rc.proj_cols = l.mix_out.cols;
+      if (!ops_->residual_mlp.count(rc.proj_cols)) ops_->residual_mlp.emplace(rc.proj_cols, kernels::ResidualMlpQ4(kernels_, rc));
+    }
+  } catch (const Error& e) {
+    return off(e.what());
+  }
+  // Per layer: its own tagged words (each written once per step) and status word, 256-byte aligned.
+  const kernels::ResidualMlpQ4& any = ops_->residual_mlp.begin()->second;
+  residual_stride_ = (any.scratch_bytes() + 255) / 256 * 256;
+  residual_status_offset_ = any.status_offset();
+  residual_scratch_ = device_.create_storage(residual_stride_ * layers_.size(), "decode.residual_mlp.scratch");
+  auto bind = [&](size_t i, gpu::Binding x, gpu::Binding scratch, gpu::Binding step) {
+    const Layer& l = layers_[i];
+    return ops_->residual_mlp.at(l.mix_out.cols)
+        .bind(l.mix_out, l.gate_up, l.down, l.type == LayerType::Attention ? gpu::Binding{&attn_} : gpu::Binding{&conv_y_}, x,
+              weights_->section(l.prefix + "mlp.gate_up.norm"), scratch, step, next_of(i));
+  };
+  std::vector<kernels::Bound> bound;
+  try {
+    for (size_t i = 0; i < layers_.size(); i++)
+      bound.push_back(bind(i, {&x_, 0, uint64_t(H) * 4}, {&residual_scratch_, residual_stride_ * i, residual_stride_}, {&step_}));
+  } catch (const Error& e) {  // a layer's matrices in two weights buffers (a pack larger than one binding may span)
+    return off(e.what());
+  }
+  // The probe: one step of layer 0 on scratch of its own, waiting for its words at decode_step 1.
+  // A grid the device cannot hold at once gives up its waits and sets the status word.
+  gpu::Buffer probe_scratch = device_.create_storage(residual_stride_, "residual_mlp.probe.scratch");
+  gpu::Buffer probe_step = kernels::create_step_buffer(device_, "residual_mlp.probe.step");
+  kernels::upload_step(device_, probe_step, kernels::StepParams{.decode_step = 1});
+  kernels::Bound probe = bind(0, {&h_}, {&probe_scratch}, {&probe_step});
+  gpu::Recorder rec(device_);
+  ops_->residual_mlp.at(layers_.front().mix_out.cols).record(rec, probe);
+  rec.submit();
+  if (device_.download_as<uint32_t>(probe_scratch, residual_status_offset_, 1)[0] != 0)
+    return off("its " + std::to_string(choices_.residual_mlp_workgroups) + " workgroups do not all run at once on this device");
+  for (size_t i = 0; i < layers_.size(); i++) layers_[i].residual_mlp = std::move(bound[i]);
+  residual_mlp_ = true;
+}
+
+bool Lfm2Model::residual_mlp_failed() const {
+  if (!residual_mlp_) return false;
+  const auto words = device_.download_as<uint32_t>(residual_scratch_);
+  for (size_t i = 0; i < layers_.size(); i++)
+    if (words[(residual_stride_ * i + residual_status_offset_) / 4] != 0) return true;
+  return false;
+}
+
+}  // namespace ember::llm
