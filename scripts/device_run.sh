@@ -49,6 +49,8 @@ seed_pack() {  # the seed-000-shape model with random weights, made here (fast o
   fi
   echo /tmp/ember-seed/pack
 }
+# True on an H200 (run: scripts that measure only there: `on_h200 || return 0`); says so otherwise.
+on_h200() { grep -q '"device": "NVIDIA H200' "$OUT/devices.json" || { echo "not an H200: nothing measured"; return 1; }; }
 # A copy of the seed pack under RUNTIME_JSON's kernel choices (run: scripts use it).
 with_runtime() {  # RUNTIME_JSON DIR
   rm -rf "$2" && cp -r "$(seed_pack)" "$2" && cp "$1" "$2/runtime.json"

@@ -5,10 +5,7 @@
 # benched with both builds at 128/1024/2048, two rounds. Prediction: ember ~3,030 tok/s at ctx
 # 128 (+3.6% over base, as on the H100 in run 18c), ctx 2048 >= 2,650, TTFT ~13.7 ms; 64 steps a
 # submit (128 in flight) a further +0.2% (~50 us a submit shared by 64 instead of 32).
-if ! grep -q '"device": "NVIDIA H200' "$OUT/devices.json"; then
-  echo "not an H200: nothing measured"
-  return 0
-fi
+on_h200 || return 0
 with_runtime bench/results/h200_2026-12-07c/h200_tune_runtime.json /tmp/h_pack
 for round in 1 2; do
   bench_llm ember_base /tmp/h_pack base_$round --context 128 1024 2048
