@@ -17,7 +17,6 @@ Sampler::Sampler(gpu::KernelCache& kernels, const SamplerConfig& config) : kerne
   const double wg = c.workgroup, k = c.max_top_k, n = c.sort_size;
   const std::vector<std::pair<std::string, double>> stage1 = {{"WG", wg}, {"K", k}, {"SORTN", n}, {"WMAX", double(c.window_max)}};
   const std::vector<std::pair<std::string, double>> stage2 = {{"WG", wg}, {"K", k}, {"SORTN", n}, {"P", double(c.partials)}};
-  greedy_partials_ = &kernels.get({.file = "sampler_partials.wgsl", .entry = "greedy", .constants = stage1});
   topk_partials_ = &kernels.get({.file = "sampler_partials.wgsl", .entry = "topk", .constants = stage1});
   gpu::KernelKey pick{.file = "sampler_pick.wgsl", .constants = stage2};
   if (c.embed_rows) {
@@ -28,11 +27,32 @@ Sampler::Sampler(gpu::KernelCache& kernels, const SamplerConfig& config) : kerne
     pick.constants.push_back({"ROWS", double(c.embed_rows)});
     pick.constants.push_back({"COLS", double(c.embed_cols)});
   }
-  pick.entry = "greedy";
-  greedy_pick_ = &kernels.get(pick);
   pick.entry = "sample";
   sample_pick_ = &kernels.get(pick);
   partials_ = kernels.device().create_storage(uint64_t(c.partials) * c.max_top_k * 8, "sampler partials");
+  if (c.one_dispatch_greedy) {
+    if (c.vocab >= (1u << 30) - 1) throw Error("a vocabulary of 2^30 - 1 ids or more", "Sampler", "sample greedily in two dispatches");
+    gpu::KernelKey one{.file = "sampler_greedy.wgsl", .entry = "greedy", .defines = pick.defines,
+                       .constants = {{"WG", wg}, {"SORTN", wg}, {"WMAX", double(c.window_max)}, {"P", double(c.partials)}}};
+    for (const auto& kv : pick.constants)
+      if (kv.first == "ROWS" || kv.first == "COLS") one.constants.push_back(kv);
+    greedy_ = &kernels.get(one);
+    // Zeroed, as a fresh use expects: the counter at 0 and every id's tag stale.
+    tagged_ = kernels.device().create_storage((2 * uint64_t(c.partials) + 2) * 4, "sampler one-dispatch greedy");
+  } else {
+    greedy_ = &kernels.get({.file = "sampler_partials.wgsl", .entry = "greedy", .constants = stage1});
+    pick.entry = "greedy";
+    greedy_pick_ = &kernels.get(pick);
+  }
+}
+
+uint32_t Sampler::storage_buffers(const SamplerConfig& c) {
+  const uint32_t pick = 3 + (c.embed_rows ? 4 + (c.embed_asymmetric ? 1 : 0) : 0);
+  return std::max<uint32_t>(4, pick + (c.one_dispatch_greedy ? 1 : 0));
+}
+
+bool Sampler::gave_up() const {
+  return tagged_ && kernels_.device().download_as<uint32_t>(tagged_, (2 * uint64_t(config_.partials) + 1) * 4, 1)[0] != 0;
 }
 
 Sampler::Groups Sampler::bind(gpu::Binding logits, gpu::Binding tokens, gpu::Binding params, const PickEmbedding* embed) const {
@@ -53,13 +73,22 @@ Sampler::Groups Sampler::bind(gpu::Binding logits, gpu::Binding tokens, gpu::Bin
     greedy_pick.insert(greedy_pick.end(), more.begin(), more.end());
     sample_pick.insert(sample_pick.end(), more.begin(), more.end());
   }
-  return {kernels_.bind(*greedy_partials_, {logits, tokens, greedy, params}), kernels_.bind(*greedy_pick_, greedy_pick),
-          kernels_.bind(*topk_partials_, {logits, tokens, partials, params}), kernels_.bind(*sample_pick_, sample_pick)};
+  Groups groups{.topk_partials = kernels_.bind(*topk_partials_, {logits, tokens, partials, params}),
+                .sample_pick = kernels_.bind(*sample_pick_, sample_pick)};
+  if (c.one_dispatch_greedy) {
+    greedy_pick[0] = {&tagged_};
+    greedy_pick.push_back(logits);  // its last binding
+    groups.greedy = kernels_.bind(*greedy_, greedy_pick);
+  } else {
+    groups.greedy = kernels_.bind(*greedy_, {logits, tokens, greedy, params});
+    groups.greedy_pick = kernels_.bind(*greedy_pick_, greedy_pick);
+  }
+  return groups;
 }
 
 void Sampler::record_greedy(gpu::Recorder& rec, const Groups& groups) const {
-  rec.dispatch(*greedy_partials_, groups.greedy_partials, checked_groups(kernels_.device(), config_.partials, "Sampler"));
-  rec.dispatch(*greedy_pick_, groups.greedy_pick, 1);
+  rec.dispatch(*greedy_, groups.greedy, checked_groups(kernels_.device(), config_.partials, "Sampler"));
+  if (greedy_pick_) rec.dispatch(*greedy_pick_, groups.greedy_pick, 1);
 }
 
 void Sampler::record_sample(gpu::Recorder& rec, const Groups& groups) const {

@@ -1,6 +1,8 @@
 // Token sampling on the GPU in two stages (sampler_partials.wgsl, sampler_pick.wgsl): P workgroups
 // each keep the best candidates of a slice of the logits, one workgroup picks. The sampled id is
 // written into a u32 token buffer on the GPU, where the next step's embedding lookup reads it.
+// Greedy sampling can also run as one dispatch (sampler_greedy.wgsl: the last of the P workgroups
+// picks), one dependent stage a token less.
 //
 // Per-step settings live in a SamplerParams storage buffer the caller owns and rewrites with
 // Device::upload before each submit (step/out_slot change per token; bind groups never do).
@@ -48,6 +50,9 @@ struct SamplerConfig {
   // advances the step buffer (embed_q4.wgsl's decode entry), so that decode records no lookup.
   uint32_t embed_rows = 0, embed_cols = 0;
   bool embed_asymmetric = false;  // the table has zero points
+  // Greedy sampling in one dispatch (sampler_greedy.wgsl) instead of two. It binds one storage
+  // buffer more than the greedy pick (the logits): 4, or 9 with an asymmetric embedding.
+  bool one_dispatch_greedy = false;
 };
 
 // Where an embedding pick (SamplerConfig::embed_rows) writes: the table's row of the picked id
@@ -61,7 +66,8 @@ class Sampler {
  public:
   Sampler(gpu::KernelCache& kernels, const SamplerConfig& config);
   struct Groups {
-    gpu::BindGroup greedy_partials, greedy_pick, topk_partials, sample_pick;
+    gpu::BindGroup greedy, greedy_pick;  // greedy's partials and pick, or its one dispatch (no pick)
+    gpu::BindGroup topk_partials, sample_pick;
   };
   // logits f32 [vocab]; tokens u32 (window and output slot); params: a SamplerParams buffer
   // (Device::create_storage(sizeof(SamplerParams)), see upload_params); embed: given exactly when
@@ -70,12 +76,17 @@ class Sampler {
   void record_greedy(gpu::Recorder& rec, const Groups& groups) const;
   void record_sample(gpu::Recorder& rec, const Groups& groups) const;
   const SamplerConfig& config() const { return config_; }
+  // Storage buffers the sampler's largest dispatch binds (Device limit: maxStorageBuffersPerShaderStage).
+  static uint32_t storage_buffers(const SamplerConfig& config);
+  // True once a one-dispatch greedy pick gave up waiting for a partial (its id was then wrong).
+  bool gave_up() const;
 
  private:
   gpu::KernelCache& kernels_;
   SamplerConfig config_;
-  const gpu::Kernel *greedy_partials_, *greedy_pick_, *topk_partials_, *sample_pick_;
+  const gpu::Kernel *greedy_, *greedy_pick_ = nullptr, *topk_partials_, *sample_pick_;
   gpu::Buffer partials_;
+  gpu::Buffer tagged_;  // one_dispatch_greedy: P tagged pairs, the arrivals counter, the status word
 };
 
 void upload_params(const gpu::Device& device, const gpu::Buffer& buffer, const SamplerParams& params);

@@ -11,34 +11,14 @@ override SORTN: u32 = 512u;
 override P: u32 = 256u;  // partials written by stage 1
 
 #include "sampler_common.wgsl"
+#include "sampler_top_k.wgsl"
 
 @group(0) @binding(0) var<storage, read> partials: array<f32>;
 @group(0) @binding(1) var<storage, read_write> tokens: array<u32>;
 @group(0) @binding(2) var<storage, read> sp: SamplerParams;
 
 #if EMBED
-// EMBED: the picked id is the next decode step's token, so the pick also does that step's first
-// dispatch (embed_q4.wgsl's decode entry): it writes the id's row of a 4-bit table [ROWS][COLS]
-// into `out` and advances the step parameters. One dependent stage a token less.
-#include "step.wgsl"
-#include "q4_block.wgsl"
-override ROWS: u32 = 1u;
-override COLS: u32 = 32u;
-@group(0) @binding(3) var<storage, read> wq: array<u32>;
-@group(0) @binding(4) var<storage, read> scales: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> step: Step;
-#if ASYMMETRIC
-@group(0) @binding(7) var<storage, read> zero_points: array<u32>;
-#endif
-#include "embed_row.wgsl"
-
-// Called by every lane with the picked id. Lane 0 alone reads and rewrites the step parameters
-// (no lane else reads them), so no barrier orders the two.
-fn embed_next(id: u32, li: u32) {
-  if (li == 0u) { step = next_step(step); }
-  for (var word = li; word < COLS / 8u; word += WG) { embed_word(id, word, 0u, ROWS, COLS); }
-}
+#include "sampler_embed.wgsl"
 #endif
 
 fn load_candidate(i: u32) -> Cand {

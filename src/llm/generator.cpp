@@ -19,13 +19,20 @@ Generator::Generator(Lfm2Model& model, uint32_t sample_vocab)
     : model_(model), sample_vocab_(sample_vocab ? std::min(sample_vocab, model.vocab()) : model.vocab()) {
   const auto& device = model.device();
   kernels::SamplerConfig config = sampler_config(sample_vocab_);
-  // The pick also embeds the id it picks for the next step (one dependent dispatch a token less),
-  // where the device binds the 8 storage buffers that takes.
+  // The pick also embeds the id it picks for the next step, and greedy sampling runs in one
+  // dispatch: each a dependent dispatch a token less. Both, where the device binds the storage
+  // buffers that takes (8 or 9); else the embedding; else the one dispatch alone (4; WebGPU
+  // guarantees 8).
   const kernels::PickEmbedding embedding = model.pick_embedding();
-  if (device.limits().maxStorageBuffersPerShaderStage >= 8) {
-    config.embed_rows = embedding.table.rows;
-    config.embed_cols = embedding.table.cols;
-    config.embed_asymmetric = embedding.table.asymmetric();
+  config.embed_rows = embedding.table.rows;
+  config.embed_cols = embedding.table.cols;
+  config.embed_asymmetric = embedding.table.asymmetric();
+  config.one_dispatch_greedy = true;
+  const uint32_t limit = device.limits().maxStorageBuffersPerShaderStage;
+  if (kernels::Sampler::storage_buffers(config) > limit) config.one_dispatch_greedy = false;
+  if (kernels::Sampler::storage_buffers(config) > limit) {
+    config.embed_rows = config.embed_cols = 0;
+    config.one_dispatch_greedy = true;
   }
   sampler_ = std::make_unique<kernels::Sampler>(model.kernels(), config);
   params_stride_ = std::max<uint64_t>(sizeof(kernels::SamplerParams), device.limits().minStorageBufferOffsetAlignment);
@@ -179,6 +186,9 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   stats.total_ms = ms_since(t0);
   if (stats.generated > 1)
     stats.decode_tok_s = (stats.generated - 1) / (std::chrono::duration<double>(Clock::now() - first_token_at).count());
+  if (sampler_->gave_up())
+    throw Error("the one-dispatch greedy sampler gave up waiting for a partial while generating, so the tokens since are wrong",
+                "generate", "report the GPU and driver (ember devices): its atomics did not become visible");
   if (model_.residual_mlp_failed())
     throw Error("a wait of the one-dispatch residual MLP gave up while generating: its workgroups did not all run at once, so the "
                 "tokens since are wrong",
