@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "cli_util.h"
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "gpu_fixture.h"
 #include "lfm2_test_pack.h"
@@ -64,6 +65,31 @@ TEST(Generate, GreedyTokensEqualTheReference) {
   fresh.record_decode(rec);
   rec.submit();
   EXPECT_LT(test::rel_l2(test::test_device().download_as<float>(fresh.logits()), logits), 1e-3);
+  // lavapipe binds 10 storage buffers: the embedding pick and the one greedy dispatch both fit.
+  EXPECT_TRUE(gen.sampler_config().one_dispatch_greedy);
+  EXPECT_NE(gen.sampler_config().embed_rows, 0u);
+}
+
+// The pack's samplePartials sizes the sampler (at most one workgroup per 64 ids): an odd count
+// splits the vocabulary unevenly and still gives the reference's tokens.
+TEST(Generate, PacksSamplePartialsSizeTheSampler) {
+  const fs::path dir = fs::temp_directory_path() / ("ember_partials_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::copy(test::lfm2_test_pack("tiny"), dir, fs::copy_options::recursive);
+  std::vector<uint32_t> expect;
+  for (uint32_t partials : {256u, 3u}) {
+    auto j = nlohmann::json::parse(ember::read_file(dir / "runtime.json"));
+    j["runtime"]["samplePartials"] = partials;
+    ember::write_file_atomic(dir / "runtime.json", j.dump(2));
+    auto pack = formats::LlmPack::open(dir);
+    llm::Lfm2Model model(test::test_device(), test::test_kernels(), pack, {.quiet = true});
+    llm::Generator gen(model);
+    EXPECT_EQ(gen.sampler_config().partials, std::min(partials, model.vocab() / 64)) << partials;
+    const auto ids = generate(gen, std::vector<uint32_t>{1, 17, 200, 33}, kGreedy, 8, 4, 2);
+    if (expect.empty()) expect = ids;
+    EXPECT_EQ(ids, expect) << partials;
+  }
+  fs::remove_all(dir);
 }
 
 // A stop inside a submit of several steps: the ids up to it are reported (read back together),

@@ -372,10 +372,12 @@ TEST(Lfm2PackErrors, MissingTokenizerAndUnsupportedQuant) {
   fs::remove(d / "tokenizer.json");
   OrderedJson j = read_runtime(d);
   j["runtime"]["shape"]["quantBits"] = 8;
+  j["runtime"]["samplePartials"] = 0;
   write_runtime(d, j);
   std::string e = error_of([&] { LlmPack::open(d); });
   EXPECT_TRUE(contains(e, "tokenizer.json: missing")) << e;
   EXPECT_TRUE(contains(e, "runtime.shape.quantBits: unsupported quantization width: expected 4, found 8")) << e;
+  EXPECT_TRUE(contains(e, "runtime.samplePartials")) << e;
   fs::remove_all(d);
 }
 

@@ -49,6 +49,9 @@ void check_shape(const Runtime& rt, Problems& p) {
     p.add({kRuntime, "runtime.maxTotalPositions", std::nullopt, "KV capacity must be positive and within the rope tables",
            "1.." + std::to_string(rt.max_positions), std::to_string(rt.max_total_positions)});
   if (rt.max_queries <= 0) p.add({kRuntime, "runtime.maxQueries", std::nullopt, "must be positive", "> 0", std::to_string(rt.max_queries)});
+  if (rt.sample_partials <= 0 || rt.sample_partials > 65535)
+    p.add({kRuntime, "runtime.samplePartials", std::nullopt, "the sampler's workgroups must be one dispatch's worth", "1..65535",
+           std::to_string(rt.sample_partials)});
 }
 
 // Declared sections against the expected table and against each other.

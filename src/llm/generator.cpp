@@ -18,7 +18,7 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 Generator::Generator(Lfm2Model& model, uint32_t sample_vocab)
     : model_(model), sample_vocab_(sample_vocab ? std::min(sample_vocab, model.vocab()) : model.vocab()) {
   const auto& device = model.device();
-  kernels::SamplerConfig config = sampler_config(sample_vocab_);
+  kernels::SamplerConfig config = llm::sampler_config(sample_vocab_, model.sample_partials());
   // The pick also embeds the id it picks for the next step, and greedy sampling runs in one
   // dispatch: each a dependent dispatch a token less. Both, where the device binds the storage
   // buffers that takes (8 or 9); else the embedding; else the one dispatch alone (4; WebGPU

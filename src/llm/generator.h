@@ -60,6 +60,8 @@ class Generator {
   // After a generate() with in_flight = 1: the last sampled id that was not decoded into the
   // caches (the stop id), so a continuation (next chat turn) starts by feeding it.
   std::vector<uint32_t> pending() const { return pending_; }
+  // The sampler this generator chose for its device (Generator's constructor says how).
+  const kernels::SamplerConfig& sampler_config() const { return sampler_->config(); }
   // Starts a new sequence (the model's caches and the pending id).
   void reset() {
     model_.reset();

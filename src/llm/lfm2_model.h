@@ -62,6 +62,8 @@ class Lfm2Model {
 
   const formats::LlmShape& shape() const { return pack_.shape(); }
   const KernelChoices& choices() const { return choices_; }
+  // The sampler's first-stage workgroups (the pack's samplePartials): sampling.h's sampler_config.
+  uint32_t sample_partials() const { return static_cast<uint32_t>(pack_.runtime().sample_partials); }
   uint32_t vocab() const { return static_cast<uint32_t>(shape().vocab); }
   // Positions one sequence can hold (prompt plus generated): the pack's maxTotalPositions,
   // bounded by the rope table.

@@ -35,10 +35,10 @@ kernels::SamplerParams SamplingOptions::gpu_params(uint32_t vocab, uint32_t posi
   return p;
 }
 
-kernels::SamplerConfig sampler_config(uint32_t vocab) {
+kernels::SamplerConfig sampler_config(uint32_t vocab, uint32_t partials) {
   kernels::SamplerConfig sc;
   sc.vocab = vocab;
-  sc.partials = std::max<uint32_t>(1, std::min<uint32_t>(256, vocab / 64));
+  sc.partials = std::clamp<uint32_t>(partials, 1, std::max<uint32_t>(1, vocab / 64));
   sc.max_top_k = SamplingOptions::kMaxTopK;
   sc.window_max = SamplingOptions::kMaxRepeatWindow;
   return sc;

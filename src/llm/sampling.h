@@ -30,7 +30,9 @@ struct SamplingOptions {
 };
 
 // The GPU sampler every generation path uses (generate, serve, benchmarks) over `vocab` logits:
-// the same configuration everywhere, so they all sample the same ids.
-kernels::SamplerConfig sampler_config(uint32_t vocab);
+// the same configuration everywhere, so they all sample the same ids. `partials`: its first
+// stage's workgroups (the pack's samplePartials, Lfm2Model::sample_partials), at most one per 64
+// ids.
+kernels::SamplerConfig sampler_config(uint32_t vocab, uint32_t partials);
 
 }  // namespace ember::llm

@@ -22,7 +22,7 @@ Scheduler::Scheduler(llm::Session& session, const SchedulerOptions& options) : s
   sample_vocab_ = std::min<uint32_t>(static_cast<uint32_t>(session.tokenizer().vocab_size()), base.vocab());
   // One sampler serves every slot: its scratch buffer is reused by dispatches that run in order
   // within the submit.
-  sampler_ = std::make_unique<kernels::Sampler>(base.kernels(), llm::sampler_config(sample_vocab_));
+  sampler_ = std::make_unique<kernels::Sampler>(base.kernels(), llm::sampler_config(sample_vocab_, base.sample_partials()));
   const auto& device = session.device();
   slots_.resize(options.parallel);
   for (uint32_t i = 0; i < options.parallel; i++) {

@@ -47,7 +47,7 @@ BatchBenchResult bench_batch(llm::Lfm2Model& model, uint32_t sample_vocab, const
     if (!why.empty()) throw Error(why, "bench batch", "this model decodes one sequence at a time here");
   }
   const uint32_t vocab = std::min(sample_vocab ? sample_vocab : model.vocab(), model.vocab());
-  kernels::Sampler sampler(model.kernels(), llm::sampler_config(vocab));
+  kernels::Sampler sampler(model.kernels(), llm::sampler_config(vocab, model.sample_partials()));
   std::vector<std::unique_ptr<llm::Lfm2Model>> copies;
   if (most > model.caches().slots() || model.cache_slot() != 0)
     throw Error("the model's caches have " + std::to_string(model.caches().slots()) + " slots for " + std::to_string(most) + " rows",
