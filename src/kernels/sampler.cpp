@@ -51,8 +51,12 @@ uint32_t Sampler::storage_buffers(const SamplerConfig& c) {
   return std::max<uint32_t>(4, pick + (c.one_dispatch_greedy ? 1 : 0));
 }
 
-bool Sampler::gave_up() const {
-  return tagged_ && kernels_.device().download_as<uint32_t>(tagged_, (2 * uint64_t(config_.partials) + 1) * 4, 1)[0] != 0;
+uint64_t Sampler::status_offset() const { return (2 * uint64_t(config_.partials) + 1) * 4; }
+
+bool Sampler::gave_up() const { return tagged_ && kernels_.device().download_as<uint32_t>(tagged_, status_offset(), 1)[0] != 0; }
+
+void Sampler::record_status_copy(gpu::Recorder& rec, const gpu::Buffer& dst, uint64_t offset) const {
+  if (tagged_) rec.copy(tagged_, status_offset(), dst, offset, 4);
 }
 
 Sampler::Groups Sampler::bind(gpu::Binding logits, gpu::Binding tokens, gpu::Binding params, const PickEmbedding* embed) const {

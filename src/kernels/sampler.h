@@ -80,6 +80,10 @@ class Sampler {
   static uint32_t storage_buffers(const SamplerConfig& config);
   // True once a one-dispatch greedy pick gave up waiting for a partial (its id was then wrong).
   bool gave_up() const;
+  // Records a copy of the word gave_up() reads (0: never gave up) to dst at `offset`, so that a
+  // caller reading ids back learns it without a wait of its own; nothing without
+  // one_dispatch_greedy.
+  void record_status_copy(gpu::Recorder& rec, const gpu::Buffer& dst, uint64_t offset) const;
 
  private:
   gpu::KernelCache& kernels_;
@@ -87,6 +91,7 @@ class Sampler {
   const gpu::Kernel *greedy_, *greedy_pick_ = nullptr, *topk_partials_, *sample_pick_;
   gpu::Buffer partials_;
   gpu::Buffer tagged_;  // one_dispatch_greedy: P tagged pairs, the arrivals counter, the status word
+  uint64_t status_offset() const;
 };
 
 void upload_params(const gpu::Device& device, const gpu::Buffer& buffer, const SamplerParams& params);

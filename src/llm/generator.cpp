@@ -19,15 +19,14 @@ Generator::Generator(Lfm2Model& model, uint32_t sample_vocab)
     : model_(model), sample_vocab_(sample_vocab ? std::min(sample_vocab, model.vocab()) : model.vocab()) {
   const auto& device = model.device();
   kernels::SamplerConfig config = llm::sampler_config(sample_vocab_, model.sample_partials());
-  // The pick also embeds the id it picks for the next step, and greedy sampling runs in one
-  // dispatch: each a dependent dispatch a token less. Both, where the device binds the storage
-  // buffers that takes (8 or 9); else the embedding; else the one dispatch alone (4; WebGPU
-  // guarantees 8).
+  // Greedy sampling runs in one dispatch (sampler_config), and here the pick also embeds the id it
+  // picks for the next step: each a dependent dispatch a token less. Both, where the device binds
+  // the storage buffers that takes (8 or 9); else the embedding; else the one dispatch alone (4;
+  // WebGPU guarantees 8).
   const kernels::PickEmbedding embedding = model.pick_embedding();
   config.embed_rows = embedding.table.rows;
   config.embed_cols = embedding.table.cols;
   config.embed_asymmetric = embedding.table.asymmetric();
-  config.one_dispatch_greedy = true;
   const uint32_t limit = device.limits().maxStorageBuffersPerShaderStage;
   if (kernels::Sampler::storage_buffers(config) > limit) config.one_dispatch_greedy = false;
   if (kernels::Sampler::storage_buffers(config) > limit) {

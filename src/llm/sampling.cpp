@@ -40,6 +40,7 @@ kernels::SamplerConfig sampler_config(uint32_t vocab, uint32_t partials) {
   sc.vocab = vocab;
   sc.partials = std::clamp<uint32_t>(partials, 1, std::max<uint32_t>(1, vocab / 64));
   sc.max_top_k = SamplingOptions::kMaxTopK;
+  sc.one_dispatch_greedy = true;  // 4 storage buffers: every WebGPU device binds them
   sc.window_max = SamplingOptions::kMaxRepeatWindow;
   return sc;
 }

@@ -48,7 +48,8 @@ Scheduler::Scheduler(llm::Session& session, const SchedulerOptions& options) : s
     for (uint32_t i = 0; i < options.parallel; i++)
       slots_[i].batch_groups = sampler_->bind(batch_->logits_row(i), {&slots_[i].model->tokens()}, {&slots_[i].params});
   }
-  readback_size_ = (uint64_t(options.parallel) * 4 + 255) / 256 * 256;
+  // Each slot's id, then the sampler's status word (nonzero: a one-dispatch greedy pick gave up).
+  readback_size_ = (uint64_t(options.parallel + 1) * 4 + 255) / 256 * 256;
   for (auto& b : readback_) b = device.create_buffer(readback_size_, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "slots.readback");
   thread_ = std::thread([this] { run(); });
 }
@@ -209,6 +210,7 @@ void Scheduler::step() {
       s->submitted++;
       f.rows.emplace_back(s, s->job);
     }
+    sampler_->record_status_copy(rec, readback_[f.readback], uint64_t(slots_.size()) * 4);
     rec.submit();
     WGPUBufferMapCallbackInfo cb{};
     cb.mode = WGPUCallbackMode_AllowProcessEvents;
@@ -230,9 +232,12 @@ void Scheduler::finish_in_flight(bool discard) {
   const gpu::Buffer& rb = readback_[f.readback];
   device.instance().wait_until([&] { return *f.mapped; });
   device.check("decode step");
-  std::vector<uint32_t> ids(slots_.size());
+  std::vector<uint32_t> ids(slots_.size() + 1);
   std::memcpy(ids.data(), wgpuBufferGetConstMappedRange(rb.get(), 0, readback_size_), ids.size() * 4);
   wgpuBufferUnmap(rb.get());
+  if (ids.back() != 0)
+    throw Error("the one-dispatch greedy sampler gave up waiting for a partial, so this step's ids are wrong", "decode step",
+                "report the GPU and driver (ember devices): its atomics did not become visible");
   if (discard) return;
   {
     std::lock_guard lock(mutex_);
