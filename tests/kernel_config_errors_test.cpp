@@ -63,4 +63,7 @@ TEST(KernelConfigErrors, NameTheKernelAndTheProblem) {
                 .find("sort_size"),
             std::string::npos);
   EXPECT_NE(error_of([&] { kernels::Sampler(k, {.vocab = 10, .partials = 16}); }).find("partials"), std::string::npos);
+  // The one-dispatch greedy pick packs an id into 30 bits.
+  EXPECT_NE(error_of([&] { kernels::Sampler(k, {.vocab = 1u << 30, .partials = 4, .one_dispatch_greedy = true}); }).find("2^30"),
+            std::string::npos);
 }
