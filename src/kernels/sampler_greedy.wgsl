@@ -48,7 +48,8 @@ const TAG = 0x80000000u;
 const ID_BITS = 0x3fffffffu;
 const NONE = ID_BITS;
 override COUNTER: u32 = 2u * P;  // (derived: the counter's word)
-var<workgroup> last: u32;  // 1 + this use's parity in the last workgroup, else 0
+const NOT_LAST = 1u;  // (a tag is 0 or TAG)
+var<workgroup> last_tag: u32;  // this use's tag in the last workgroup, NOT_LAST in the others
 
 // Word `w` of this use (tag `tag`): reloaded until it carries the tag.
 fn tagged_word(w: u32, tag: u32) -> u32 {
@@ -73,16 +74,15 @@ fn greedy(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index)
     atomicStore(&partials[2u * wg.x], tag | (bits >> 1u));
     atomicStore(&partials[2u * wg.x + 1u], tag | ((bits & 1u) << 30u) | min(b.id, NONE));
     let arrived = atomicAdd(&partials[COUNTER], 1u) + 1u;
-    var is_last = 0u;
+    var mine = NOT_LAST;
     if (arrived % P == 0u) {
       atomicStore(&partials[COUNTER], arrived % (2u * P));
-      is_last = 1u + parity;
+      mine = tag;
     }
-    last = is_last;
+    last_tag = mine;
   }
-  let is_last = workgroupUniformLoad(&last);
-  if (is_last == 0u) { return; }
-  let tag = (2u - is_last) << 31u;
+  let tag = workgroupUniformLoad(&last_tag);
+  if (tag == NOT_LAST) { return; }
   var best = Cand(NEG, NO_ID);
   for (var i = li; i < P; i += WG) {
     let hi = tagged_word(2u * i, tag);
