@@ -87,6 +87,16 @@ bench_llm() {  # BINARY PACK NAME [BENCH OPTIONS...]
     echo "$n failed:"; tail -3 "$OUT/llm_$n.err"
   fi
 }
+# bench batch of PACK with BINARY into $OUT/batch_NAME.json and one summary line: tok/s, dispatches
+# and GPU step per row count (run: scripts use it).
+bench_batch() {  # BINARY PACK NAME [BENCH OPTIONS...]
+  local b=$1 p=$2 n=$3; shift 3
+  if $b bench batch --model "$p" --quiet --json "$@" > "$OUT/batch_$n.json" 2> "$OUT/batch_$n.err"; then
+    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); d=j['device']; print(sys.argv[2], d if isinstance(d, str) else d.get('device'), ' '.join('%d rows: %.0f tok/s (%d dispatches, GPU step %.1f us)' % (r['rows'], r['aggregate_tok_s'], r['dispatches_per_step'], r['step_gpu_us']) for r in j['rows']))" "$OUT/batch_$n.json" "$n:"
+  else
+    echo "$n failed:"; tail -3 "$OUT/batch_$n.err"
+  fi
+}
 # One ss-flow variant of the seed shape (random weights): forwards at batch 1 and 2, medians of 3, into
 # $OUT/PREFIX_x<options>.json, and its summary line (scripts/ss_flow_summary.py). ss_flow_full adds
 # the full default sampling run (medians of 5).

@@ -6,14 +6,7 @@
 # Prediction: one dispatch a sequence less a step, ~-3 us each: 1 row +0.8%, 4 rows +1.5%, 16 rows
 # +2.5% (16 sampler dispatches of a ~2 ms step).
 with_runtime bench/results/h200_2026-12-07c/h200_tune_runtime.json /tmp/h_pack
-batch_summary() {  # FILE LABEL
-  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[2], j['device'] if isinstance(j['device'], str) else j['device'].get('device'), ' '.join('%d rows: %.0f tok/s (%d dispatches, GPU step %.1f us)' % (r['rows'], r['aggregate_tok_s'], r['dispatches_per_step'], r['step_gpu_us']) for r in j['rows']))" "$1" "$2"
-}
 for round in 1 2 3; do
-  for b in ember_base ember; do
-    if $b bench batch --model /tmp/h_pack --rows 1,4,16 --json --quiet > "$OUT/batch_${b}_$round.json" 2> "$OUT/batch_${b}_$round.err"; then
-      batch_summary "$OUT/batch_${b}_$round.json" "${b}_$round:"
-    else echo "${b}_$round failed:"; tail -3 "$OUT/batch_${b}_$round.err"; fi
-  done
+  for b in ember_base ember; do bench_batch $b /tmp/h_pack ${b}_$round --rows 1,4,16; done
 done
 ember_tests --gtest_filter='*Sampler*:Generate*:Server*:Lfm2Batch*' > "$OUT/kernel_tests.txt" 2>&1; tail -1 "$OUT/kernel_tests.txt"

@@ -5,15 +5,8 @@
 # Predictions as in runs 19e (batch: +0.8% / +1.5% / +2.5% at 1 / 4 / 16 rows) and 19d (H200:
 # main ~3,040 tok/s at ctx 128).
 with_runtime bench/results/h200_2026-12-07c/h200_tune_runtime.json /tmp/h_pack
-batch_summary() {  # FILE LABEL
-  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[2], j['device'] if isinstance(j['device'], str) else j['device'].get('device'), ' '.join('%d rows: %.0f tok/s (%d dispatches, GPU step %.1f us)' % (r['rows'], r['aggregate_tok_s'], r['dispatches_per_step'], r['step_gpu_us']) for r in j['rows']))" "$1" "$2"
-}
 for round in 1 2; do
-  for b in ember_base ember; do
-    if $b bench batch --model /tmp/h_pack --rows 1,4,16 --json --quiet > "$OUT/batch_${b}_$round.json" 2> "$OUT/batch_${b}_$round.err"; then
-      batch_summary "$OUT/batch_${b}_$round.json" "${b}_$round:"
-    else echo "${b}_$round failed:"; tail -3 "$OUT/batch_${b}_$round.err"; fi
-  done
+  for b in ember_base ember; do bench_batch $b /tmp/h_pack ${b}_$round --rows 1,4,16; done
 done
 on_h200 || return 0
 for round in 1 2; do
