@@ -55,6 +55,11 @@ uint64_t Sampler::status_offset() const { return (2 * uint64_t(config_.partials)
 
 bool Sampler::gave_up() const { return tagged_ && kernels_.device().download_as<uint32_t>(tagged_, status_offset(), 1)[0] != 0; }
 
+Error Sampler::gave_up_error(const std::string& where) {
+  return Error("the one-dispatch greedy sampler gave up waiting for a partial, so the ids it picked since are wrong", where,
+               "report the GPU and driver (ember devices): its atomics did not become visible");
+}
+
 void Sampler::record_status_copy(gpu::Recorder& rec, const gpu::Buffer& dst, uint64_t offset) const {
   if (tagged_) rec.copy(tagged_, status_offset(), dst, offset, 4);
 }

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "common/error.h"
 #include "gpu/kernel.h"
 #include "gpu/recorder.h"
 #include "kernels/q4_matrix.h"
@@ -80,6 +81,8 @@ class Sampler {
   static uint32_t storage_buffers(const SamplerConfig& config);
   // True once a one-dispatch greedy pick gave up waiting for a partial (its id was then wrong).
   bool gave_up() const;
+  // What a caller that finds gave_up() (or the copied word) set throws, `where` its own name.
+  static Error gave_up_error(const std::string& where);
   // Records a copy of the word gave_up() reads (0: never gave up) to dst at `offset`, so that a
   // caller reading ids back learns it without a wait of its own; nothing without
   // one_dispatch_greedy.

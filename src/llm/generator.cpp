@@ -186,8 +186,7 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   if (stats.generated > 1)
     stats.decode_tok_s = (stats.generated - 1) / (std::chrono::duration<double>(Clock::now() - first_token_at).count());
   if (sampler_->gave_up())
-    throw Error("the one-dispatch greedy sampler gave up waiting for a partial while generating, so the tokens since are wrong",
-                "generate", "report the GPU and driver (ember devices): its atomics did not become visible");
+    throw kernels::Sampler::gave_up_error("generate");
   if (model_.residual_mlp_failed())
     throw Error("a wait of the one-dispatch residual MLP gave up while generating: its workgroups did not all run at once, so the "
                 "tokens since are wrong",

@@ -236,8 +236,7 @@ void Scheduler::finish_in_flight(bool discard) {
   std::memcpy(ids.data(), wgpuBufferGetConstMappedRange(rb.get(), 0, readback_size_), ids.size() * 4);
   wgpuBufferUnmap(rb.get());
   if (ids.back() != 0)
-    throw Error("the one-dispatch greedy sampler gave up waiting for a partial, so this step's ids are wrong", "decode step",
-                "report the GPU and driver (ember devices): its atomics did not become visible");
+    throw kernels::Sampler::gave_up_error("decode step");
   if (discard) return;
   {
     std::lock_guard lock(mutex_);

@@ -149,7 +149,7 @@ BatchBenchResult bench_batch(llm::Lfm2Model& model, uint32_t sample_vocab, const
   }
   model.reset();
   device.check("bench batch");
-  if (sampler.gave_up()) throw Error("the one-dispatch greedy sampler gave up waiting for a partial: the figures are of wrong ids", "bench batch");
+  if (sampler.gave_up()) throw kernels::Sampler::gave_up_error("bench batch");
   return res;
 }
 
