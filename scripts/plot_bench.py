@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Decode tok/s against context from `ember bench llm --json` output, as an SVG (no dependencies).
 
-usage: scripts/plot_bench.py BENCH.json [MORE.json ...] -o decode.svg [--title TEXT]
+usage: scripts/plot_bench.py BENCH.json [MORE.json ...] -o decode.svg [--title TEXT] [--label TEXT ...]
 
-Each JSON file is one series (labelled by its candidate key and device); per file the plot shows
+Each JSON file is one series (labelled by its candidate key and device, or by the --label given in
+the same position: two runs of one candidate on one device need their own names); per file the plot shows
 decode tok/s (generator, wall clock), GPU tok/s (decode graph, timestamps) and the floor.
 """
 import argparse
@@ -39,8 +40,12 @@ def main():
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--title", default="ember decode throughput vs context (batch 1)")
     ap.add_argument("--no-floor", action="store_true", help="leave out the floor lines")
+    ap.add_argument("--label", action="append", default=[], help="the next series' name (repeat, in the files' order)")
     a = ap.parse_args()
+    if len(a.label) > len(a.json):
+        sys.exit("%d --label for %d files: give at most one label per file, in the files' order" % (len(a.label), len(a.json)))
     series = [series_of(p) for p in a.json]
+    series = [(a.label[i] if i < len(a.label) else name, pts) for i, (name, pts) in enumerate(series)]
     xs = sorted({x for _, pts in series for x, *_ in pts})
     if not xs:
         sys.exit("no measured contexts in the input")
