@@ -10,6 +10,7 @@ decode tok/s (generator, wall clock), GPU tok/s (decode graph, timestamps) and t
 import argparse
 import json
 import math
+import os
 import sys
 from xml.sax.saxutils import escape
 
@@ -17,10 +18,10 @@ COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
 W, H, L, R, T, B = 720, 440, 80, 200, 50, 60
 
 
-def series_of(path):
+def series_of(path, label=None):
     j = json.load(open(path))
     rows = [c for c in j["contexts"] if "skipped" not in c]
-    name = "%s on %s" % (j.get("candidate", "?"), j.get("device", {}).get("device", "?"))
+    name = label or "%s on %s" % (j.get("candidate", "?"), j.get("device", {}).get("device", "?"))
     return name, [(c["context"], c["decode_tok_s"], c.get("gpu_tok_s", 0), c.get("floor_tok_s", 0)) for c in rows]
 
 
@@ -44,8 +45,8 @@ def main():
     a = ap.parse_args()
     if len(a.label) > len(a.json):
         sys.exit("%d --label for %d files: give at most one label per file, in the files' order" % (len(a.label), len(a.json)))
-    series = [series_of(p) for p in a.json]
-    series = [(a.label[i] if i < len(a.label) else name, pts) for i, (name, pts) in enumerate(series)]
+    labels = a.label + [None] * (len(a.json) - len(a.label))
+    series = [series_of(p, label) for p, label in zip(a.json, labels)]
     xs = sorted({x for _, pts in series for x, *_ in pts})
     if not xs:
         sys.exit("no measured contexts in the input")
@@ -95,7 +96,10 @@ def main():
         out.append('<text x="%d" y="%d" font-size="10">%s</text>' % (W - R + 10, ly + 2, escape(name[:34])))
         ly += 24
     out.append("</svg>")
-    open(a.out, "w").write("\n".join(out) + "\n")
+    tmp = a.out + ".tmp"  # written whole, then renamed into place: a failed run leaves the old plot
+    with open(tmp, "w") as f:
+        f.write("\n".join(out) + "\n")
+    os.replace(tmp, a.out)
 
 
 if __name__ == "__main__":
