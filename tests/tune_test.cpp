@@ -87,13 +87,14 @@ TEST(Tune, ShortBudgetWritesAValidRuntimeThatMatchesTheReference) {
   fs::path dir = test::with_candidate(test::lfm2_test_pack("tiny"), scratch("plain"), nlohmann::json::object());
   const std::string before = read_file(dir / "runtime.json");
   auto r = tune_into(dir, 2.0);
-  // The search stops at its deadlines; the measurement in flight and the reference checks after
-  // may run over. On lavapipe beside another test (ctest -j2) and a build that overrun reached
-  // 1.51 s (2026-12-05), 3.0 s under a heavier build (2026-12-04); the whole search of this pack
-  // takes over 10 minutes there, so three times the budget still catches a search that ignores it.
-  EXPECT_LT(r.seconds, 3 * 2.0) << "budget not respected";
+  // The budget is checked by what the search did, not by how long it took (a loaded machine stretches
+  // any wall-clock bound): the whole search of this pack takes minutes on lavapipe, so a search that
+  // honours a 2 s budget reports hitting it and leaves most of each shape's space untried.
+  EXPECT_TRUE(r.budget_hit) << "a 2 s search of every configuration cannot finish: the budget was not applied";
+  const size_t space = tune::matvec_space(test::test_device(), {}).size();
   EXPECT_EQ(r.matvec.size(), 7u);
   for (const auto& m : r.matvec) {
+    EXPECT_LT(size_t(m.tried - m.invalid), space / 2) << m.shape.key << ": the search went on past its deadline";
     EXPECT_GT(m.reference.us, 0) << m.shape.key;
     EXPECT_LE(m.best.us, m.reference.us) << m.shape.key;
     // Every usable configuration's time is reported, fastest (the best) first.
