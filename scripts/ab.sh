@@ -20,6 +20,7 @@
 # `ember bench batch` instead; EMBER_AB_CMAKE_ARGS: extra CMake options for the two builds.
 # Example: bash scripts/ab.sh main~1 main --context 128 1024
 set -euo pipefail
+called_from=$PWD
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -93,7 +94,7 @@ build_commit() {  # ROLE REV: .dev/base/ember_ab_ROLE from commit REV
 
 case "${1:-}" in
   ""|-h|--help) usage ;;
-  --summary) [ $# -eq 2 ] || usage; summary "$2"; exit ;;
+  --summary) [ $# -eq 2 ] || usage; cd "$called_from" && summary "$2"; exit ;;
   --device) ;;
   *)  # here: build both, bundle, say what to run there
       [ $# -ge 2 ] || usage
