@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Summarises `ember bench llm --profile --json`: per context, each kernel's share of the decode
-step's chain against its chain floor, largest excess first (bench/LLM_BENCH.md)."""
+step's chain against its chain floor, largest excess first (docs/benchmarks.md)."""
 import json
 import sys
 

@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 bash scripts/build.sh
 mkdir -p .dev/bin .dev/libs .dev/debs
 cp build/ember build/ember_tests build/serve_load node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so .dev/bin/
-# A/B runs against earlier builds: .dev/base/ember ships as ember_base, .dev/base/ember_NAME as is.
+# A/B runs against earlier builds (scripts/ab.sh fills .dev/base): .dev/base/ember ships as
+# ember_base, .dev/base/ember_NAME as is.
 if [ -f .dev/base/ember ]; then cp .dev/base/ember .dev/bin/ember_base; fi
 for b in .dev/base/ember_*; do [ -f "$b" ] && cp "$b" .dev/bin/; done
 for lib in libpcre2-8.so.0 libcrypto.so.3 libutf8proc.so.2 libcpp-httplib.so.0.11 libssl.so.3 libbrotlidec.so.1 libbrotlienc.so.1 libbrotlicommon.so.1; do cp -L "/usr/lib/x86_64-linux-gnu/$lib" .dev/libs/; done

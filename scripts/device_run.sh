@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the lent GPU machine (see scripts/device_pack.sh): installs the Vulkan loader, makes sure
 # Dawn sees the real GPU (never Dawn's Null adapter), then runs the benchmarks given as arguments
-# ("gpu", "llm" = bench llm with the seed candidate, "llm-tuned" = the same with
-# bench/results/tuned_runtime.json, "llm-prefetch" / "llm-qk" = that candidate with decode prefetch /
+# ("gpu", "llm" = bench llm with the seed candidate, "llm-tuned" = the same with the recorded H200
+# tune, bench/h200_tune_runtime.json, "llm-prefetch" / "llm-qk" = that candidate with decode prefetch /
 # the q/k norm + RoPE inside the decode attention off, then on (after llm-tuned), "llm-direct" = one attention
 # block at every position at each one-block width 64..1024 (after llm-tuned or tune-mlp), "ss-flow-opts" = ss-flow split-K / attention prefetch options at batch 2, "tune" = ember tune then bench llm of the
 # tuned pack, "tune-mlp" = the same with --allow-mlp-pair (fused vs unfused MLP timed, the faster
@@ -10,8 +10,8 @@
 # split-K at batch 2, "ss-flow-mm" = qmatmul variants at batch 2, "seed-check" = the ss-flow seed-configuration check against the CPU
 # reference, "serve" = aggregate throughput of `ember serve` with 1/4/16 sequences, "batch" = the server's
 # batched decode step alone at 1..16 sequences, greedy and sampled, with a per-kernel profile, "run:FILE" =
-# source a one-off comparison script such as bench/ab/*.sh) and prints a
-# short table. Results go to $OUT/results.tgz (the device tool returns few files).
+# source a comparison script of your own, which gets this script's environment and helpers, as
+# scripts/ab.sh does) and prints a short table. Results go to $OUT/results.tgz (the device tool returns few files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 FINAL=${OUT:-/tmp/ember-final}
@@ -29,8 +29,8 @@ icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 real_gpu() { ember devices --json > "$OUT/devices.json" 2>"$OUT/devices.err" && grep -q '"adapterType": "DiscreteGPU"' "$OUT/devices.json"; }
 export VK_DRIVER_FILES=$icd
 if ! real_gpu; then
-  # Seen 2026-12-02: the shipped ICD names libGLX_nvidia.so.0 and the loader fails with it;
-  # a copy naming libEGL_nvidia.so.0 works.
+  # The lent machines' ICD names libGLX_nvidia.so.0, with which the loader fails; a copy naming
+  # libEGL_nvidia.so.0 works.
   sed 's/libGLX_nvidia.so.0/libEGL_nvidia.so.0/' "$icd" > /tmp/nvidia_icd_egl.json
   export VK_DRIVER_FILES=/tmp/nvidia_icd_egl.json
   if ! real_gpu; then
@@ -72,7 +72,7 @@ switch_bench() {
   local key=$1 name=$2
   for on in false true; do
     rm -rf /tmp/switch_pack && cp -r /tmp/seed_pack /tmp/switch_pack
-    python3 -c "import json,sys; j=json.load(open('bench/results/tuned_runtime.json')); j['candidate'][sys.argv[1]]=(sys.argv[2]=='true'); json.dump(j, open('/tmp/switch_pack/runtime.json','w'), indent=1)" "$key" $on
+    python3 -c "import json,sys; j=json.load(open('bench/h200_tune_runtime.json')); j['candidate'][sys.argv[1]]=(sys.argv[2]=='true'); json.dump(j, open('/tmp/switch_pack/runtime.json','w'), indent=1)" "$key" $on
     ember bench llm --model /tmp/switch_pack --quiet --json > "$OUT/bench_llm_${name}_$on.json"
     llm_summary "$OUT/bench_llm_${name}_$on.json" "$key $on:"
   done
@@ -151,7 +151,7 @@ for what in "$@"; do
       ember bench ss-flow --synthetic --gpu-fast --attention tiled --repeats 3 ;;
     ss-flow-opts)
       # Options at batch 2: split-K of the 768 x 768 matmuls, the quad attention's K/V tile prefetch
-      # (both on by default since 2026-12-04).
+      # (both on by default).
       for v in "" "--square-splits 1" "--square-splits 3" "--attn-no-prefetch" "--attn-queries 64" "--attn-keys 64" \
                "--attn-no-prefetch --square-splits 1"; do
         name=$(echo "x$v" | tr ' ' '_' | tr -d '-')
@@ -178,7 +178,7 @@ for what in "$@"; do
         ember bench llm --model /tmp/seed_pack --quiet --json > "$OUT/bench_llm_seed.json"
         ember bench llm --model /tmp/seed_pack --quiet --profile --repeats 1 --gen 64 | tee "$OUT/bench_llm_seed.txt"
       elif [ "$what" = llm-tuned ]; then  # the candidate of the last recorded H200 tune, without re-tuning
-        rm -rf /tmp/tuned_rec_pack && cp -r /tmp/seed_pack /tmp/tuned_rec_pack && cp bench/results/tuned_runtime.json /tmp/tuned_rec_pack/runtime.json
+        rm -rf /tmp/tuned_rec_pack && cp -r /tmp/seed_pack /tmp/tuned_rec_pack && cp bench/h200_tune_runtime.json /tmp/tuned_rec_pack/runtime.json
         ember bench llm --model /tmp/tuned_rec_pack --quiet --json > "$OUT/bench_llm_tuned_rec.json"
         ember bench llm --model /tmp/tuned_rec_pack --quiet --profile --repeats 1 --gen 64 | tee "$OUT/bench_llm_tuned_rec.txt"
       elif [ "$what" = tune-mlp ]; then
@@ -200,7 +200,7 @@ for what in "$@"; do
     llm-prefetch) switch_bench decodePrefetch prefetch ;;
     llm-qk) switch_bench qkInAttention qk ;;
     llm-direct)  # one attention block everywhere at each one-block width, on this run's tune (after tune-mlp) or the recorded one
-      base=bench/results/tuned_runtime.json
+      base=bench/h200_tune_runtime.json
       [ -f /tmp/tuned_mlp_pack/runtime.json ] && base=/tmp/tuned_mlp_pack/runtime.json
       for w in 64 128 256 512 1024; do
         rm -rf /tmp/direct_pack && cp -r /tmp/seed_pack /tmp/direct_pack
@@ -212,7 +212,7 @@ for what in "$@"; do
       pack=$(seed_pack)
       ember bench batch --model "$pack" --rows 1,2,4,8,16 --json --quiet > "$OUT/bench_batch.json"
       ember bench batch --model "$pack" --rows 1,4,16 --sample --profile --quiet | tee "$OUT/bench_batch_sample.txt" ;;
-    run:*) source "${what#run:}" ;;  # a one-off comparison script (bench/ab/), with this script's environment and helpers
+    run:*) source "${what#run:}" ;;  # a comparison script of your own, with this script's environment and helpers
     *) echo "unknown benchmark '$what'" >&2 ;;
   esac
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One line per `ember bench ss-flow --json` file: forward wall time at batch 1 and 2 and, at batch 2,
 the kernel groups summed over the blocks (ms per forward); the full sampling run where there is one.
-Used by the device comparison scripts (bench/ab/*.sh): ss_flow_summary.py FILE.json LABEL."""
+Used by the ss-flow helpers of scripts/device_run.sh: ss_flow_summary.py FILE.json LABEL."""
 import json
 import sys
 

@@ -58,7 +58,7 @@ class Instance {
   void process_events() const { wgpuInstanceProcessEvents(instance_.get()); }
 
   // Runs Dawn's callbacks until `done` becomes true. Polls without pause for the first ~100
-  // polls (a GPU round trip is ~20 us), then yields the core between polls: on a CPU adapter the
+  // polls (longer than a GPU round trip), then yields the core between polls: on a CPU adapter the
   // GPU's work runs on this machine's cores, and a spinning waiter takes one of them.
   template <typename Pred>
   void wait_until(Pred done) const {

@@ -22,8 +22,8 @@ struct DeviceOptions {
   std::string adapter;     // selector, see Instance::select
   // Dawn's shader robustness (every buffer index clamped) is off unless asked for: ember runs only
   // its own kernels, which stay in bounds by construction (tails masked, ids checked), on buffers
-  // whose sizes were checked against the shapes at load. The checks cost 23-41% on the H200's
-  // matmuls (../shared/PLATFORM.md) and a third of the time to first token.
+  // whose sizes were checked against the shapes at load. The checks cost a large share of the
+  // matmuls' time and of the time to first token on the GPUs measured (bench/PERFORMANCE.md).
   bool bounds_checks = false;
   bool fast = false;  // also skip Dawn's API validation: cheaper encoding, but a misuse is no longer a clear error
   bool profiling = false;  // exact timestamps: timestamp_quantization off

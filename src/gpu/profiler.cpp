@@ -14,7 +14,7 @@ Profiler::Profiler(const Device& device, uint32_t capacity) : device_(device), c
   if (!device.has_timestamps())
     throw Error("this adapter has no timestamp-query feature", "profiler", "run without --profile");
   // Dawn rounds timestamps to 65,536 ns unless the device was opened for profiling: a short
-  // dispatch would then read 0 or 65.5 us.
+  // dispatch would then read 0 or one whole quantum.
   if (!device.exact_timestamps())
     throw Error("the device's timestamps are rounded (timestamp_quantization)", "profiler",
                 "open the device with DeviceOptions::profiling = true");

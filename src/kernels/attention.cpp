@@ -62,8 +62,8 @@ AttentionDecode::AttentionDecode(gpu::KernelCache& kernels, const AttentionConfi
     key.constants = {{"WG", wg}, {"SG_MIN", sg_min}};
     // One block (DIRECT) runs one workgroup per head, wide so that its quads cover a long context
     // in a short chain (the merge buffer is WG / SG_MIN x 264 bytes), but not so wide that a lane's
-    // K/V rows in flight spill: on the H200 the kernel at 512 threads took 14.0 us vs 20.2 at 1024
-    // (192 positions), and a decode step at 1024 positions 443 vs 588 us (bench/NOTES.md, 2026-12-04).
+    // K/V rows in flight spill: the adapter's widest workgroup measured clearly slower than 512
+    // threads, alone and in the decode step (bench/PERFORMANCE.md).
     const uint32_t widest = widest_direct_workgroup(device);
     uint32_t direct_wg = config_.direct_workgroup ? config_.direct_workgroup : std::max(wg, std::min(kDefaultDirectWorkgroup, widest));
     if (!direct_workgroup_fits(direct_wg, wg, device))

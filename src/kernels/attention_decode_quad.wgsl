@@ -114,7 +114,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   // One workgroup per head: its first round's rows are loaded before anything else, so that their
   // latency overlaps the q loads, the norms and the append (which writes only row `cached`, never
   // read here). With many blocks the rows held across the norms cost more occupancy than the
-  // latency they hide (H100, bench/NOTES.md 2026-12-07: ctx 128 +0.7%, ctx 2048 -0.8%).
+  // latency they hide (measured: faster with one block, slower with many).
   var next = load_kv(seq_base, kvh, begin + quad, cached);
 #endif
 

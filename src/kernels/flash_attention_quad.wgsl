@@ -99,7 +99,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         d[j] = part_dot;
       }
       // Written out, 8 independent reductions whose shuffle latencies overlap (reducing inside the
-      // key loop above measured 12% slower on the H200).
+      // key loop above measured slower).
       var s = array<f32, 8>(quad_sum_own(d[0]), quad_sum_own(d[1]), quad_sum_own(d[2]), quad_sum_own(d[3]),
                             quad_sum_own(d[4]), quad_sum_own(d[5]), quad_sum_own(d[6]), quad_sum_own(d[7]));
       var mx = m;

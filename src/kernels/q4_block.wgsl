@@ -3,8 +3,8 @@
 // element 8k+i). Symmetric blocks decode as (q - 8) * scale, asymmetric ones as (q - zp) * scale.
 //
 // Nibbles become floats without an integer-to-float conversion (NVIDIA GPUs issue those at a
-// fraction of the FMA rate; on an H100 this took 9 us off a 403 us decode step and did not move
-// the head matvec's plateau: bench/NOTES.md, 2026-12-06). OR-ing the nibble j of a 16-bit half,
+// fraction of the FMA rate; the decode step measured shorter without them: bench/PERFORMANCE.md,
+// 42f1438). OR-ing the nibble j of a 16-bit half,
 // masked in place, into the bits of 2^23 gives exactly 2^23 + q * 16^j (the mantissa holds
 // integers below 2^23 exactly); subtracting 2^23 + zero * 16^j leaves exactly (q - zero) * 16^j.
 // One mask, one OR (one LOP3) and one subtraction a nibble.

@@ -21,8 +21,8 @@ enum class Epilogue { None, Gelu, GatedResidual, Residual, AddRows };
 // summed by a second pass: fills the GPU when a long K has few output tiles (mlp.2).
 struct QMatmulGeometry {
   uint32_t wg_tokens = 16, wg_rows = 16, k_step = 16;
-  // Workgroup tiles read as vec4 (4 loads per 64 FMAs instead of 16): 5-10% faster on the H200
-  // at the seed-004 shapes (bench/NOTES.md), so the default.
+  // Workgroup tiles read as vec4 (4 loads per 64 FMAs instead of 16): faster at the seed-004
+  // shapes on the GPUs measured (bench/PERFORMANCE.md), so the default.
   bool vec4 = true;
   uint32_t k_splits = 1;
   // The next K step's X and W read into registers while the current one is used; applies where a

@@ -30,7 +30,7 @@ struct ResidualMlpConfig {
   uint32_t spin_limit = 0;
   Reduction reduction = Reduction::best;
   // Read the next dispatch's weights (bind's `next`) into the L2 cache, starting in this stage
-  // (0-2, after the stage's own weight loads; from stage 1 measured fastest on an H200).
+  // (0-2, after the stage's own weight loads; stage 1, whose wait is the longest, measured fastest).
   bool prefetch = false;
   uint32_t prefetch_stage = 1;
 };

@@ -5,8 +5,8 @@
 // with 4-bit matrices (q4_block.wgsl): Wo [H][CO], Wgu [2F][H] (gate rows, then up rows),
 // Wd [H][F], all in one weights buffer.
 //
-// Why one dispatch: a decode step is a chain of small dependent kernels, ~6 us each on a big GPU
-// against ~2 us for an empty one; the hypothesis was that launch, ramp and drain make up the
+// Why one dispatch: a decode step is a chain of small dependent kernels, each costing a few times
+// what an empty dispatch does; the hypothesis was that launch, ramp and drain make up the
 // difference. Here a fixed grid of workgroups (all of them resident at once: the caller sizes the
 // grid for that) runs the three stages, and a workgroup starts a stage as soon as the words it
 // needs exist.
@@ -26,20 +26,19 @@
 // group of L lanes). For each tile it first loads its lanes' weight blocks into registers, then
 // (on its first tile of the stage) waits for and stages the stage's input in workgroup memory, so
 // the weights' memory latency overlaps the wait for the other workgroups. (Holding several tiles'
-// blocks at once measured 50 us a step slower on an H100.) The residual a row adds to is read with
-// the weights too, and stage 2 takes m from workgroup memory (staged by stage 1), so no memory round
-// trip follows a tile's reduction (-3.7 us a step on an H100, 2026-12-07).
+// blocks at once measured much slower.) The residual a row adds to is read with the weights too,
+// and stage 2 takes m from workgroup memory (staged by stage 1), so no memory round trip follows a
+// tile's reduction (f5db27a in bench/PERFORMANCE.md).
 //
 // PREFETCH: the grid also reads the next dispatch's weights (the next layer's mix-in matvec) into
 // the L2 cache while it waits on its own hand-overs, as the decode matvecs do for theirs
 // (matvec_q4.wgsl): the dispatch after this one then starts on cache latency instead of memory
-// latency. From stage 1 (whose wait is the longest idle window) it measured -1.8 to -2.6 us a step
-// on an H200; from stage 0 or 2, or with the head's first MiB after the last layer, it cost 1-5 us
-// instead (2026-12-07, bench/NOTES.md).
+// latency. From stage 1 (whose wait is the longest idle window) it measured faster; from stage 0
+// or 2, or with the head's first MiB after the last layer, slower (722d41b in bench/PERFORMANCE.md).
 //
-// Measured (H100, 2026-12-05, bench/NOTES.md): a stage handed over inside the kernel costs about
-// what a dispatch boundary does (~6 us), so a decode step gains ~2%; `ember tune` enables it only
-// where it measures it faster.
+// Measured: a stage handed over inside the kernel costs about what a dispatch boundary does, so a
+// decode step gains little (9dff99b in bench/PERFORMANCE.md); `ember tune` enables it only where
+// it measures it faster.
 #if SUBGROUPS
 enable subgroups;
 #endif
@@ -158,7 +157,7 @@ fn counter(s: u32) -> u32 { return H + F + 1u + s; }
 // orders the counter's update after the words'. Lane 0 stops waiting once all but SLACK workgroups
 // are done: the lanes then poll the words of the last few, one memory round trip sooner than
 // another turn of the counter, with few enough lines still being written that the polling does not
-// crowd them. (Polling the words alone, SLACK = the grid: -2.2% at 192 workgroups on an H100.)
+// crowd them. (Polling the words alone, SLACK = the grid, measured slower at grids of 192 and more.)
 fn wait_for_stage(s: u32, li: u32, groups: u32) {
   if (SLACK >= groups) { return; }
   if (li == 0u) {
@@ -217,7 +216,7 @@ fn stage_input(s: u32, li: u32, sgl: u32, groups: u32) {
 // the caller reads them with group_total after the barrier this ends with. sgl, the hardware
 // subgroup size, is passed down from main rather than kept in a private: the uniformity analysis
 // then knows it is uniform (the shuffles need that). Stages of one row skip the second reduction
-// (-4 us a step on an H100, run 20b, 2026-12-07).
+// (0eea281 in bench/PERFORMANCE.md).
 fn reduce_rows(li: u32, a0: f32, a1: f32, nr: u32, sgl: u32) {
 #if SUBGROUPS
   let w = min(L, sgl);

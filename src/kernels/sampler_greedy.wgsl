@@ -16,8 +16,8 @@
 // any grid size works. A reload that spins SPIN times sets the status word and takes what it has:
 // a wrong id the caller can see (Sampler::gave_up), never a hang.
 //
-// Measured (H100, 2026-12-07, bench/NOTES.md): +0.8% decode at ctx 128, +0.6% at 1024, five rounds
-// of five faster; a first version that kept only the id and read its logit again gained half that.
+// Measured faster than the two dispatches in every round (41b67b8 in bench/PERFORMANCE.md); a
+// first version that kept only the id and read its logit again gained about half as much.
 override WG: u32 = 256u;      // power of two
 override WMAX: u32 = 256u;    // recent ids considered (window_len is clamped to it)
 override SORTN: u32 = 256u;   // sampler_common.wgsl's workgroup memory: WG is all it takes here

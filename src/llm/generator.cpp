@@ -49,7 +49,7 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   const auto& device = model_.device();
   const uint32_t depth = std::max<uint32_t>(1, options.in_flight);
   // At most half the depth: a submit then runs while the next one is recorded (a batch of the
-  // whole depth leaves the GPU idle for that: 64 / 64 decoded 20% slower than 32 / 64 on an H100).
+  // whole depth leaves the GPU idle for that: 64 / 64 measured far slower than 32 / 64).
   const uint32_t batch = std::clamp<uint32_t>(options.steps_per_submit, 1, std::min(std::max(1u, depth / 2), Lfm2Model::kStepRing));
   // A submit's read-back: its ids at 0 (up to kStepRing of them), then each step's logits if asked.
   constexpr uint64_t kIdBytes = Lfm2Model::kStepRing * 4;

@@ -25,11 +25,11 @@ struct GenerateOptions {
   // Steps recorded into one submit, at most half of in_flight (one submit runs while the next is
   // recorded) and Lfm2Model::kStepRing. Submits grow to it as 1, 1, 2, 4, ... steps: the first
   // step goes alone (the time to first token waits for no batch), and a stop discards at most
-  // about as many steps as it kept. Each submit costs the GPU ~50 us whatever its size, and
-  // batching shares that: 8 / 16 / 32 a submit decoded 2,843 / 2,865 / 2,880 tok/s at context 128
-  // on an H100 (bench/NOTES.md, 2026-12-07; 64 / 128 in flight was inconclusive there). The cost:
-  // after a stop the GPU still runs the steps in flight (up to ~23 ms at 64 on that card) before
-  // the next call's work; multi-turn chat runs with in_flight 1.
+  // about as many steps as it kept. Each submit costs the GPU a fixed amount whatever its size,
+  // and batching shares that: 32 a submit decoded faster than 8 or 16 (45bfdd6 in
+  // bench/PERFORMANCE.md; 64 / 128 in flight was inconclusive). The cost: after a stop the GPU
+  // still runs the steps in flight before the next call's work; multi-turn chat runs with
+  // in_flight 1.
   uint32_t steps_per_submit = 32;
   // When set: called with each kept step's logits, f32 [vocab] over the model's whole vocabulary,
   // before on_token for that step. They are the logits the sampler read, before the repetition

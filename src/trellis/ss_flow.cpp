@@ -20,7 +20,7 @@ struct SsFlowModel::Weights {
   };
   kernels::QuantizedMatrix t0, t2, input, out;
   // Every block's adaLN_modulation stacked along rows: they all depend on the timestep alone, so one
-  // matmul makes all the blocks' shift / scale / gate chunks (H200: 12 small matmuls 0.45 ms per forward).
+  // matmul makes all the blocks' shift / scale / gate chunks (instead of a small matmul a block).
   kernels::QuantizedMatrix ada;
   gpu::Buffer pos;  // f32 [tokens][C], dequantized once
   std::vector<Block> blocks;
@@ -41,8 +41,8 @@ kernels::QuantizedMatrix linear(const gpu::Device& d, const TensorSource& s, con
 
 // Matmuls with a small output, the timestep path's (t_embedder, adaLN_modulation: 1 or 2 tokens) and
 // out_layer (8 rows): small tiles and every 64-column group its own K chunk, or the default 128 x 128
-// tiles leave the GPU nearly idle through a long K loop (H200: adaLN_modulation 130 -> 30 us + an 8 us
-// sum pass; out_layer 121 -> 88 + 9 us at batch 2, 120 -> 52 + 9 at batch 1).
+// tiles leave the GPU nearly idle through a long K loop (measured several times faster for
+// adaLN_modulation, and faster for out_layer at both batches, sum pass included).
 kernels::QMatmulGeometry small_output_geometry(const kernels::QuantizedMatrix& w) {
   return {.wg_tokens = 4, .wg_rows = 16, .k_step = 16, .k_splits = w.padded_cols / 64};
 }
@@ -288,8 +288,7 @@ kernels::FlashAttentionArgs SsFlowModel::attention_args(uint32_t batch, uint32_t
 // At batch 1 the self attention's 128-query workgroups (384 for 4096 tokens x 12 heads) leave the last
 // wave of a large GPU half empty. The oct kernel splits the keys in two instead, as many workgroups as
 // at batch 2 at the same efficiency, plus a merge pass; the quad kernel (or oct with one split) runs
-// half the queries per workgroup (H200: 29.8 -> 25.8 ms per batch-1 forward; at batch 2, 64 is slower:
-// 51.3 vs 44.9 ms).
+// half the queries per workgroup (measured faster at batch 1; at batch 2, 64 is slower).
 kernels::FlashAttentionArgs SsFlowModel::self_attention_args(uint32_t batch) const {
   const uint32_t N = uint32_t(config_.tokens()), C = uint32_t(config_.model_channels);
   kernels::FlashAttentionArgs a = attention_args(batch, N, options_.attention_keys);
@@ -313,7 +312,7 @@ kernels::FlashAttentionArgs SsFlowModel::self_attention_args(uint32_t batch) con
 uint32_t SsFlowModel::mod_stride() const { return uint32_t(6 * config_.model_channels * config_.num_blocks); }
 
 // mlp.2 at batch 1 has half the output tiles: twice the K chunks, where its 64-column groups allow
-// (H200: 4 instead of 2 at batch 1, 62.3 -> 60.2 ms per forward; at batch 2, 3 and 4 are no better).
+// (measured faster at batch 1 with 4 than with 2; at batch 2, 3 and 4 are no better).
 uint32_t SsFlowModel::mlp2_splits(uint32_t batch) const {
   const uint32_t s = options_.mlp2_k_splits, groups = uint32_t(config_.mlp_channels() / 64);
   return batch == 1 && s > 1 && 2 * s <= groups ? 2 * s : s;

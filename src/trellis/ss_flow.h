@@ -27,58 +27,55 @@ struct SsFlowOptions {
   kernels::QMatmulGeometry matmul{};
   // The matmuls that make few output tiles at 128 x 128: the C x C ones (self to_out, cross to_q,
   // cross to_out) and to_qkv at batch 1. Their workgroup geometry where it differs from `matmul`
-  // (k_splits ignored, see below): 128 tokens x 64 rows, twice the tiles. H200 (2026-12-04): the C x C
-  // ones 12.9 ms per batch-2 forward at 128 x 128 split 2, 12.0 at 128 x 64 unsplit (batch 1: 54.6 ->
-  // 53.2 ms per forward); to_qkv at batch 1 6.1 -> 5.5 ms. mlp.2 (K = 3072) was slower with it (14.2 ->
-  // 14.7 ms at batch 2, split 2).
+  // (k_splits ignored, see below): 128 tokens x 64 rows, twice the tiles. Measured faster for these
+  // than 128 x 128 tiles split 2 at both batches; mlp.2 (K = 3072) measured slower with it, so it
+  // keeps 128 x 128 (bench/PERFORMANCE.md).
   std::optional<kernels::QMatmulGeometry> narrow_matmul = kernels::QMatmulGeometry{.wg_tokens = 16, .wg_rows = 8, .k_step = 16};
-  // mlp.2: split-K chunks at batch 2 (batch 1 runs twice as many); 1 = none. H200, batch 2
-  // (2026-12-03, 128 x 128 tiles): 21.2 ms per forward unsplit, 15.7 + 0.6 (sum pass) with 2; 3, 4, 6 no better.
+  // mlp.2: split-K chunks at batch 2 (batch 1 runs twice as many); 1 = none. 2 measured clearly
+  // faster than unsplit at batch 2, even with its sum pass; 3, 4 and 6 no better.
   uint32_t mlp2_k_splits = 2;
-  // The C x C matmuls: split-K chunks (1 = none). H200, batch 2 (2026-12-04, 128 x 128 tiles): 15.4 ms
-  // per forward unsplit, 13.7 with 2, 15.4 with 3; unsplit at 128 x 64 tiles (above) is faster still.
+  // The C x C matmuls: split-K chunks (1 = none). At 128 x 128 tiles 2 measured faster than 1 or 3;
+  // unsplit at 128 x 64 tiles (above) is faster still, hence 1.
   uint32_t square_k_splits = 1;
-  // mlp.0 (3072 rows) at 16 rows a thread. H200 (2026-12-04): 13.9 -> 12.9 ms per batch-2 forward,
-  // 7.1 -> 6.6 at batch 1; the other shapes were no faster (to_qkv, the C x C ones slower).
+  // mlp.0 (3072 rows) at 16 rows a thread: measured faster at both batches; the other shapes were
+  // no faster (to_qkv, the C x C ones slower).
   uint32_t mlp0_rows_per_thread = 16;
   // mlp.2 (768 rows, K = 3072) at batch 2 at 16 rows a thread (half the output tiles, each split
-  // in mlp2_k_splits). H100 (2026-12-05): 14.3 -> 13.3 ms per batch-2 forward. Batch 1 keeps 8.
+  // in mlp2_k_splits): measured faster than 8. Batch 1 keeps 8 (not measured there).
   uint32_t mlp2_rows_per_thread = 16;
   // Flash attention: the oct variant where the device has subgroups of a multiple of 8 lanes, else
   // quad where it has subgroups, else plain; or the tiled one where asked for (its geometry shrunk
-  // to fit the device's workgroup memory). H200, batch 2 (2026-12-04): self attention 45.2 ms per
-  // forward with quad, 38.8 with oct.
+  // to fit the device's workgroup memory). Oct measured clearly faster than quad (each K or V
+  // vec4 read from workgroup memory feeds twice the FMAs).
   kernels::FlashVariant attention = kernels::FlashVariant::Oct;
-  // Plain, quad and oct: queries per workgroup at batch 2 (H200: 128 > 64 > 32, oct 128 > 256 > 64);
+  // Plain, quad and oct: queries per workgroup at batch 2 (measured: 128 fastest, then 64, then 32;
+  // oct: 128, then 256, then 64);
   // the quad and oct batch-1 self attention runs half as many, so it launches as many workgroups as
   // at batch 2.
   uint32_t attention_queries = 128;
   uint32_t attention_keys = 32;      // quad, oct: keys per workgroup-memory tile (oct: 16 and 64 slower)
   // oct: the batch-1 self attention's keys split over this many workgroups per query block (merged
   // after), so it launches as many workgroups as batch 2 at batch 2's queries per workgroup; 1: half
-  // the queries per workgroup instead (see SsFlowModel::self_attention_args). H100 (2026-12-05):
-  // batch-1 self attention 22.4 ms per forward with 1, 19.2 with 2, 19.5 with 4.
+  // the queries per workgroup instead (see SsFlowModel::self_attention_args). 2 measured fastest,
+  // 4 close behind, 1 clearly slower.
   uint32_t attention_key_splits = 2;
   // oct: rescale the accumulators only when a running max grows by more than 2^8 (skips ~9 of ~175
-  // instructions a key). H100 (2026-12-05): self attention 22.4 -> 21.7 ms per batch-1 forward,
-  // 37.7 -> 37.2 at batch 2.
+  // instructions a key): measured a little faster at both batches.
   bool attention_lazy_rescale = true;
-  // oct: each key's exponentials gathered and used at once. H100 (2026-12-05): slower (batch 1
-  // 22.4 -> 24.1 ms, batch 2 37.7 -> 38.1).
+  // oct: each key's exponentials gathered and used at once: measured slower at both batches.
   bool attention_fused_pv = false;
-  // quad, oct: keys per tile of the cross attention (77 context tokens: 40 computes 80). H100
-  // (2026-12-05), batch 2: 1.47 ms per forward at 32, 1.33 at 40, 1.66 at 80, 1.48 at 16.
+  // quad, oct: keys per tile of the cross attention (77 context tokens: 40 computes 80, 32 computes
+  // 96). 40 measured fastest of 16, 32, 40 and 80.
   uint32_t cross_attention_keys = 40;
-  // quad, oct: the next K/V tile read into registers during the current one. H200, batch 2: quad
-  // self attention 49.3 -> 47.0 ms per forward (BQ 64 or BK 64 with it: 53-54 ms); oct: 39.3 -> 38.8,
-  // at batch 1 27.9 -> 22.8.
+  // quad, oct: the next K/V tile read into registers during the current one: measured faster for
+  // both kernels, most at batch 1 (with it, BQ 64 or BK 64 are still slower).
   bool attention_prefetch = true;
   kernels::FlashTiledGeometry attention_tiled{};
   bool subgroups = true;            // use subgroup reductions where the device has them
-  // GELU fused into the mlp.0 matmul's epilogue. Off by default: on the H200 (NVIDIA Vulkan) the
-  // fused variant ran 10x slower (8.7 ms vs 0.9 ms at 4096x3072x768), apparently its accumulators
-  // left registers; a separate in-place GELU pass costs ~0.11 ms. Applied as mlp.2 stores its X
-  // tile instead, it measured no faster than the pass (2026-12-04).
+  // GELU fused into the mlp.0 matmul's epilogue. Off by default: on NVIDIA through Vulkan the
+  // fused variant ran many times slower, apparently because its accumulators left registers, while
+  // a separate in-place GELU pass costs a small fraction of the matmul. Applied as mlp.2 stores its
+  // X tile instead, it measured no faster than the pass.
   bool fuse_gelu = false;
   // Per-matmul geometry by profile region ("mlp.0", "self_attn.to_qkv", ...), or "REGION@B" at batch
   // B only; it replaces the rules above for that matmul (sweeps: ember bench ss-flow --matmul-override).

@@ -86,8 +86,8 @@ Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, 
   gpu::BindGroup read_group = kernels.bind(read, {{&big}, {&sink}});
 
   // A GPU that has sat idle runs at low clocks for a while: the read runs for warmup_ms of wall
-  // time before anything is timed (an H100 that had idled ~40 s read 1.6 TB/s and 6.0 us a tiny
-  // dispatch in `bench llm`, against 3.0 TB/s and 2.1 us in `bench gpu` a minute earlier).
+  // time before anything is timed (without it, a GPU that had idled while the pack was made read
+  // about half its bandwidth and three times its dispatch cost).
   const double warm_start = now_us();
   do {
     gpu::Recorder rec(device);
@@ -97,9 +97,9 @@ Ceilings measure_ceilings(const gpu::Device& device, gpu::KernelCache& kernels, 
   } while (now_us() - warm_start < o.warmup_ms * 1e3);
   c.warmup_ms = (now_us() - warm_start) / 1e3;
 
-  // The warm-up did not always suffice: the first process on a fresh H100 read 1.7 TB/s after it,
-  // the next ones 2.9. So the timed reads come in rounds until a round is no faster than the one
-  // before (within kSettled); the last round's median is the ceiling.
+  // The warm-up did not always suffice: the first process on a freshly started machine could still
+  // read well below the next ones. So the timed reads come in rounds until a round is no faster
+  // than the one before (within kSettled); the last round's median is the ceiling.
   gpu::Profiler prof(device, 64);
   auto read_round = [&] {
     std::vector<double> gbps;

@@ -69,8 +69,8 @@ std::vector<double> median_decode_steps(const formats::LlmPack& pack, std::share
   }
   std::vector<std::unique_ptr<llm::Lfm2Model>> models;
   for (const auto& p : packs) models.push_back(std::make_unique<llm::Lfm2Model>(kernels.device(), kernels, p, weights, llm::ModelOptions{.quiet = true}));
-  // Warm-up, not counted: the GPU idles while the models are built (pipeline compiles), and on an
-  // H100 the graphs timed right after read 1.4-2x slow, decreasing in timing order, for over a
+  // Warm-up, not counted: the GPU idles while the models are built (pipeline compiles), and the
+  // graphs timed right after read up to twice too slow, decreasing in timing order, for over a
   // second (the clocks ramping; two passes agreeing within 2% were not enough). Decode steps of
   // the first model for at least 1.5 s and until two passes agree within 2%, at most 3 s. A CPU
   // adapter has no clocks to ramp (and on a loaded CPU passes rarely agree): none there.

@@ -7,7 +7,7 @@
 namespace ember::tune {
 namespace {
 const char* kFlushRegion = "tune.flush";
-constexpr int kHeatFlushes = 64;   // ~4 ms of reads at full clocks on the H200
+constexpr int kHeatFlushes = 64;   // a few ms of reads at full clocks on a big GPU
 constexpr int kMaxAttempts = 6;
 }  // namespace
 

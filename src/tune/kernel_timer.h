@@ -3,8 +3,8 @@
 // median over repeats after one warm-up. What the tuner ranks configurations by.
 //
 // GPUs lower their clocks while idle, and the tuner leaves the GPU idle between measurements
-// (pipeline compiles, reference checks): on the H200 the first measurements after such a pause
-// read 4-5x slow. So the flushes double as a clock probe: a measurement counts only when its
+// (pipeline compiles, reference checks): the first measurements after such a pause read several
+// times too slow. So the flushes double as a clock probe: a measurement counts only when its
 // flushes ran within kWarmSlack of the fastest flush seen; otherwise the GPU is kept busy and the
 // measurement repeated.
 #pragma once

@@ -133,8 +133,8 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
     return generator.generate(prompt, greedy(), go, [](uint32_t) { return true; }).ttft_ms;
   };
   // Warm-up by time, not by count: a GPU fresh from idle runs its first few hundred ms at low
-  // clocks. With one warm-up run, the first bench on freshly started H100s read 25.8 and 30.2 ms
-  // against 13.8-14.3 ms later in the same call (bench/NOTES.md, nineteenth session).
+  // clocks. With one warm-up run, the first bench on a freshly started machine could read twice
+  // the time to first token of the benches after it.
   const auto warm_start = WallClock::now();
   do {
     first_token();

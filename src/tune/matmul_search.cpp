@@ -9,9 +9,9 @@
 namespace ember::tune {
 namespace {
 constexpr uint32_t kMaxSplitsTried = 4;  // split-K 2 and 4
-// On the 8 fastest unsplit geometries, in rank order until the slot ends (it was 3: on the H200
-// the previous tune's mlp_down 16x16 split 4 gives a 1.3 ms shorter time to first token than the
-// 4x32 split 4 a 3-base search chose).
+// On the 8 fastest unsplit geometries, in rank order until the slot ends: the unsplit rank does
+// not predict the split one, and a search over the 3 fastest missed a split geometry that gave a
+// clearly shorter time to first token (b27ed4a in bench/PERFORMANCE.md).
 constexpr size_t kSplitBases = 8;
 }  // namespace
 

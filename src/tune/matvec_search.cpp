@@ -124,7 +124,7 @@ std::vector<MatvecConfigChoice> matvec_space(const gpu::Device& device, const st
           }
   std::mt19937 rng(20261202);
   std::shuffle(grid.begin(), grid.end(), rng);
-  // The variants that have won on measured GPUs first (shared_x every shape but one on the H200),
+  // The variants that have won on measured GPUs first (shared_x on nearly every shape),
   // so a search cut short by its budget has covered them; the shuffled order within each.
   auto rank = [](kernels::Q4Variant v) {
     switch (v) {

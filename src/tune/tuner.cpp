@@ -293,10 +293,10 @@ TuneResult tune_llm(const formats::LlmPack& pack, const gpu::Device& device, gpu
   }
   // ---- what only whole decode steps rank. Timed alone, a kernel meets an idle GPU and a flushed
   // cache; in the decode chain the matvecs find their weights in L2 (each prefetches the next
-  // one's) and a grid starts on the previous dispatch's tail. On an H100 a fresh tune that took
-  // its one-dispatch layer grid and head geometry from isolated timings decoded 7.5% slower than
-  // an earlier one (bench/NOTES.md, 2026-12-06, seventeenth session), and the fused MLP that won
-  // alone decoded 1.5x slower. So, one choice after the other, each option a whole model on the
+  // one's) and a grid starts on the previous dispatch's tail. A fresh tune that took its
+  // one-dispatch layer grid and head geometry from isolated timings decoded clearly slower than an
+  // earlier one, and the fused MLP that won alone decoded far slower (bench/PERFORMANCE.md,
+  // 451e503 and 6b77737). So, one choice after the other, each option a whole model on the
   // one weight upload timed over decode steps, the current best timed again in each round: the
   // one-dispatch layer's best grids [or the fused MLP, with --allow-mlp-pair], the head's best
   // geometries, the one-block attention's best widths ----
