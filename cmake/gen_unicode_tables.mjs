@@ -1,15 +1,16 @@
 // Writes a C++ file with the code point ranges of every General_Category value and White_Space
 // from one Unicode Character Database package pinned in package.json, and the lowercase mapping
-// from another: the reference tokenizer library's regex engine and its lowercasing are at
-// different Unicode versions (src/llm/unicode_properties.h says which).
-// Usage: node gen_unicode_tables.mjs PROPERTY_PACKAGE_DIR CASE_PACKAGE_DIR OUT.cpp
+// and the Number category from another: the reference tokenizer library's regex engine and the
+// Rust standard library it calls for lowercase and digits are at different Unicode versions
+// (src/llm/unicode_properties.h says which).
+// Usage: node gen_unicode_tables.mjs PROPERTY_PACKAGE_DIR STD_PACKAGE_DIR OUT.cpp
 import fs from 'fs';
 import path from 'path';
 import { pathToFileURL } from 'url';
 
 const [pkgDir, caseDir, out] = process.argv.slice(2);
 if (!pkgDir || !caseDir || !out) {
-  console.error('usage: node gen_unicode_tables.mjs PROPERTY_PACKAGE_DIR CASE_PACKAGE_DIR OUT.cpp');
+  console.error('usage: node gen_unicode_tables.mjs PROPERTY_PACKAGE_DIR STD_PACKAGE_DIR OUT.cpp');
   process.exit(2);
 }
 function packageOf(dir) {
@@ -37,16 +38,22 @@ properties.push({ dir: 'Binary_Property/White_Space', names: ['White_Space', 'WS
 
 const ranges = [];
 const table = [];
-for (const p of properties) {
-  const list = await load(pkgDir, path.join(p.dir, 'ranges.mjs'));  // [begin, end) pairs, ascending
+// Appends a property's ranges to `ranges`; returns [begin, count].
+async function append(dir, property) {
+  const list = await load(dir, path.join(property, 'ranges.mjs'));  // [begin, end) pairs, ascending
   const begin = ranges.length;
   for (const r of list) {
     const last = ranges[ranges.length - 1];
     if (ranges.length > begin && last[1] + 1 === r.begin) last[1] = r.end - 1;  // adjacent: one range
     else ranges.push([r.begin, r.end - 1]);
   }
-  for (const name of p.names) table.push(`  {"${name}", ${begin}, ${ranges.length - begin}},`);
+  return [begin, ranges.length - begin];
 }
+for (const p of properties) {
+  const [begin, count] = await append(pkgDir, p.dir);
+  for (const name of p.names) table.push(`  {"${name}", ${begin}, ${count}},`);
+}
+const [numericBegin, numericCount] = await append(caseDir, 'General_Category/Number');  // Rust's char::is_numeric
 
 // Lowercase as Rust's char::to_lowercase: SpecialCasing's unconditional mappings over the simple ones.
 const simple = await load(caseDir, 'Simple_Case_Mapping/Lowercase/code-points.mjs');  // Map cp -> cp
@@ -64,14 +71,15 @@ const lines = [
   'namespace ember::llm::unicode::detail {',
   '',
   `const char* const kVersion = "${pkg.unicode}";`,
-  `const char* const kCaseVersion = "${casePkg.unicode}";`,
+  `const char* const kStdVersion = "${casePkg.unicode}";`,
   '',
   'const CodeRange kRanges[] = {',
 ];
 for (let i = 0; i < ranges.length; i += 6)
   lines.push('  ' + ranges.slice(i, i + 6).map(([a, b]) => `{${hex(a)}, ${hex(b)}}`).join(', ') + ',');
 lines.push('};', '', 'const PropertyTable kProperties[] = {', ...table, '};', '',
-  `const size_t kPropertyCount = ${table.length};`, '', 'const Lowercase kLowercase[] = {');
+  `const size_t kPropertyCount = ${table.length};`, '',
+  `const PropertyTable kStdNumeric = {"N", ${numericBegin}, ${numericCount}};`, '', 'const Lowercase kLowercase[] = {');
 for (let i = 0; i < lowercase.length; i += 4)
   lines.push('  ' + lowercase.slice(i, i + 4).map(([c, l]) => `{${hex(c)}, {${hex(l[0])}, ${l.length > 1 ? hex(l[1]) : 0}}}`).join(', ') + ',');
 lines.push('};', '', `const size_t kLowercaseCount = ${lowercase.length};`, '', '}  // namespace ember::llm::unicode::detail', '');

@@ -63,7 +63,7 @@ TEST(UnicodeProperties, TablesAreUnicode16) {
 }
 
 TEST(UnicodeProperties, LowercaseIsRustsCharToLowercase) {
-  EXPECT_EQ(unicode::case_version(), "17.0.0");
+  EXPECT_EQ(unicode::std_version(), "17.0.0");
   auto lower = [](char32_t c) {
     const auto l = unicode::to_lowercase(c);
     return std::u32string(l.c, l.c + l.count);
@@ -77,6 +77,15 @@ TEST(UnicodeProperties, LowercaseIsRustsCharToLowercase) {
   EXPECT_EQ(lower(0x1C89), U"\u1C8A");               // Cyrillic TJE (16.0)
   EXPECT_EQ(lower(0xA7CE), U"\uA7CF");               // Latin (17.0)
   EXPECT_EQ(lower(0x1E9E), U"\u00DF");               // capital sharp s
+}
+
+TEST(UnicodeProperties, StdNumericIsNumberAt17) {
+  const auto n = unicode::std_numeric();
+  EXPECT_TRUE(unicode::contains(n, U'7'));
+  EXPECT_TRUE(unicode::contains(n, 0x10D40));   // Garay digit (16.0)
+  EXPECT_TRUE(unicode::contains(n, 0x11DE0));   // Tolong Siki digit (17.0): numeric to Rust, not to Oniguruma at 16
+  EXPECT_FALSE(unicode::contains(prop("N"), 0x11DE0));
+  EXPECT_FALSE(unicode::contains(n, U'x'));
 }
 
 TEST(UnicodeProperties, NamesMatchLooselyAsInOniguruma) {

@@ -78,6 +78,12 @@ std::optional<ClassEscape> class_escape(std::string_view p, size_t i) {
 
 }  // namespace
 
+std::string bracket_class(std::span<const CodeRange> ranges) {
+  std::string items;
+  append_items(items, std::vector<CodeRange>(ranges.begin(), ranges.end()));
+  return items.empty() ? "(?!)" : "[" + items + "]";
+}
+
 std::string expand_unicode_classes(std::string_view p) {
   std::string out;
   out.reserve(p.size());
@@ -111,9 +117,7 @@ std::string expand_unicode_classes(std::string_view p) {
           i++;
         }
       } else {
-        std::string items;
-        append_items(items, std::move(ranges));
-        out += items.empty() ? "(?!)" : "[" + items + "]";
+        out += bracket_class(ranges);
       }
       continue;
     }

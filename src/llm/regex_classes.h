@@ -4,8 +4,11 @@
 // system's PCRE2 was built with.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
+
+#include "llm/unicode_properties.h"
 
 namespace ember::llm {
 
@@ -14,5 +17,9 @@ namespace ember::llm {
 // \d, \D (Nd); \h, \H (Oniguruma's hex digit, not PCRE2's horizontal space). Everything else,
 // \p{X} of a property the tables do not hold included (scripts, say), is left to PCRE2.
 std::string expand_unicode_classes(std::string_view pattern);
+
+// A bracket class of exactly `ranges` (sorted, disjoint), in the form the rewrite uses; "(?!)" for
+// none.
+std::string bracket_class(std::span<const unicode::CodeRange> ranges);
 
 }  // namespace ember::llm

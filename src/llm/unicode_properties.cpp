@@ -17,7 +17,11 @@ std::string loose(std::string_view name) {
 }  // namespace
 
 std::string_view version() { return detail::kVersion; }
-std::string_view case_version() { return detail::kCaseVersion; }
+std::string_view std_version() { return detail::kStdVersion; }
+
+std::span<const CodeRange> std_numeric() {
+  return std::span<const CodeRange>(detail::kRanges + detail::kStdNumeric.begin, detail::kStdNumeric.count);
+}
 
 Lowered to_lowercase(char32_t c) {
   const auto* end = detail::kLowercase + detail::kLowercaseCount;

