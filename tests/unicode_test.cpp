@@ -177,6 +177,9 @@ TEST(RegexClasses, OtherSyntaxIsLeftAlone) {
   // Still the same language: a ']' first in a class is a literal; a '-' after a class escape too.
   EXPECT_EQ(matches("[]\\p{N}]+", "a]1]b"), (std::vector<std::string>{"]1]"}));
   EXPECT_EQ(matches("[\\s-z]+", "a -z-b"), (std::vector<std::string>{" -z-"}));
+  EXPECT_EQ(matches("[\\p{N}a-]+", "a-1b-"), (std::vector<std::string>{"a-1", "-"}));
+  EXPECT_EQ(matches("[-\\p{Nd}]+", "x-12y"), (std::vector<std::string>{"-12"}));
+  EXPECT_EQ(matches("[\\p{Nd}\\-]+", "x-12y"), (std::vector<std::string>{"-12"}));
   EXPECT_EQ(matches("[^\\p{L}\\s]+", "ab, 12!c"), (std::vector<std::string>{",", "12!"}));
   EXPECT_EQ(matches("\\p{Lu}\\p{^Lu}+", "xABcd"), (std::vector<std::string>{"Bcd"}));
   EXPECT_EQ(matches("(?i:'s)", "'S 's"), (std::vector<std::string>{"'S", "'s"}));

@@ -43,6 +43,17 @@ void append_items(std::string& out, std::vector<CodeRange> ranges) {
   }
 }
 
+// Sorted, overlapping or adjacent ranges joined.
+std::vector<CodeRange> merged(std::vector<CodeRange> r) {
+  std::sort(r.begin(), r.end(), [](const CodeRange& a, const CodeRange& b) { return a.first < b.first; });
+  std::vector<CodeRange> out;
+  for (const auto& x : r) {
+    if (!out.empty() && x.first <= out.back().last + 1) out.back().last = std::max(out.back().last, x.last);
+    else out.push_back(x);
+  }
+  return out;
+}
+
 struct ClassEscape {
   std::vector<CodeRange> ranges;
   bool negated = false;
@@ -88,6 +99,9 @@ std::string expand_unicode_classes(std::string_view p) {
   std::string out;
   out.reserve(p.size());
   bool in_class = false;
+  // The code points of the escapes in the current bracket class, emitted as one merged list at its
+  // ']': adjacent ranges of different classes (letters next to their digits) become one item.
+  std::vector<CodeRange> class_ranges;
   size_t i = 0;
   auto copy_through = [&](size_t end) {  // p[i, end) verbatim
     end = std::min(end, p.size());
@@ -110,7 +124,7 @@ std::string expand_unicode_classes(std::string_view p) {
       auto ranges = esc->negated ? unicode::complement(esc->ranges) : std::move(esc->ranges);
       i += esc->length;
       if (in_class) {
-        append_items(out, std::move(ranges));
+        class_ranges.insert(class_ranges.end(), ranges.begin(), ranges.end());
         // A '-' after a class escape is a literal; after a code point it would start a range.
         if (i + 1 < p.size() && p[i] == '-' && p[i + 1] != ']') {
           out += "\\-";
@@ -134,7 +148,17 @@ std::string expand_unicode_classes(std::string_view p) {
       copy_through(end == std::string_view::npos ? p.size() : end + 2);
       continue;
     }
-    if (in_class && c == ']') in_class = false;
+    if (in_class && c == ']') {
+      in_class = false;
+      std::string items;
+      append_items(items, merged(std::move(class_ranges)));
+      class_ranges.clear();
+      // A '-' that ends the class is a literal: the items go before it, or it would start a range.
+      size_t slashes = 0;
+      while (out.size() >= 2 + slashes && out[out.size() - 2 - slashes] == '\\') slashes++;
+      const bool literal_dash = !out.empty() && out.back() == '-' && slashes % 2 == 0;
+      out.insert(literal_dash ? out.size() - 1 : out.size(), items);
+    }
     if (!in_class && p.substr(i, 3) == "(?#") {  // a comment
       const size_t end = p.find(')', i);
       copy_through(end == std::string_view::npos ? p.size() : end + 1);
