@@ -127,7 +127,7 @@ for what in "$@"; do
     ss-flow)
       # Seed shape, random weights; --gpu-fast as a trusted pack would run.
       ember bench ss-flow --synthetic --gpu-fast --json > "$OUT/bench_ss_flow.json" || echo "bench ss-flow failed" >&2
-      python3 -c "import json,sys; j=json.load(open(sys.argv[1])); [print(k, {x: j[k][x] for x in j[k] if x != 'kernels'}) for k in ('forward_batch1','forward_batch2','sampling') if k in j]" "$OUT/bench_ss_flow.json" ;;
+      python3 -c "import json,sys; j=json.load(open(sys.argv[1])); [print(k, {x: j[k][x] for x in j[k] if x != 'kernels'}) for k in ('forward_batch1','forward_batch2','sampling','sampling_batch') if k in j]" "$OUT/bench_ss_flow.json" ;;
     seed-check)
       # Issue 5 acceptance 1 at the seed-004 configuration: GPU forward (batch 1, 2) vs the CPU
       # reference on all cores (needs ember_tests in .dev/bin: scripts/device_pack.sh copies it).

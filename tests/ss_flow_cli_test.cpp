@@ -72,6 +72,12 @@ class SsFlowStageCli : public ::testing::Test {
     const int64_t R = config_->resolution;
     return {config_->in_channels, R, R, R};
   }
+  // What `ember ss-flow` writes for B latents: the batch axis always, as upstream's sample().
+  std::vector<int64_t> batch_shape(int64_t B) const {
+    auto s = latent_shape();
+    s.insert(s.begin(), B);
+    return s;
+  }
   // A run that must fail with `needle` in its message and leave `out` unwritten.
   void expect_error(const std::string& args, const std::string& needle, const std::string& out = "out.npy") {
     fs::remove(path(out));
@@ -117,7 +123,7 @@ TEST_F(SsFlowStageCli, SampleMatchesReferenceSampler) {
   EXPECT_NE(r.out.find("3 steps"), std::string::npos) << r.out;
   std::vector<int64_t> shape;
   auto got = load(path("lat.npy"), &shape);
-  EXPECT_EQ(shape, latent_shape());
+  EXPECT_EQ(shape, batch_shape(1));
   trellis::SamplerOptions o;
   o.steps = 3;
   auto noise = trellis::gaussian_noise(5, size_t(latent_n()));
@@ -146,7 +152,7 @@ TEST_F(SsFlowStageCli, DumpedVelocitiesAreTheSamplersSteps) {
   ASSERT_EQ(r.status, 0) << r.out;
   std::vector<int64_t> shape;
   auto v = load(path("v.npy"), &shape);
-  std::vector<int64_t> want = latent_shape();
+  std::vector<int64_t> want = batch_shape(1);
   want.insert(want.begin(), steps);
   ASSERT_EQ(shape, want);
   const auto x_final = load(path("lat.npy"));
@@ -170,6 +176,95 @@ TEST_F(SsFlowStageCli, DumpedVelocitiesAreTheSamplersSteps) {
     std::vector<float> b(ref_v.begin() + std::ptrdiff_t(i * n), ref_v.begin() + std::ptrdiff_t((i + 1) * n));
     EXPECT_LT(test::rel_l2(a, b), 1e-3) << "step " << i;
   }
+}
+
+namespace {
+std::vector<float> slice(const std::vector<float>& v, size_t index, size_t n) {
+  return std::vector<float>(v.begin() + std::ptrdiff_t(index * n), v.begin() + std::ptrdiff_t((index + 1) * n));
+}
+}  // namespace
+
+TEST_F(SsFlowStageCli, BatchOfTwoMatchesReferenceSampler) {
+  // Two prompts ([2, 77, C]) and one negative context ([1, 77, C], repeated over the batch as
+  // upstream does), seeded noise for both: the latents and every step's velocities of the
+  // reference sampler run at batch 2.
+  const size_t n = size_t(latent_n());
+  std::vector<float> cond2 = *cond_, other = test::random_floats(cond_->size(), 33);
+  cond2.insert(cond2.end(), other.begin(), other.end());
+  formats::write_npy_f32(path("cond2.npy"), std::vector<int64_t>{2, kCtx, config_->cond_channels}, cond2);
+  auto r = run_ember("ss-flow" + stage() + " --cond " + path("cond2.npy") + " --neg-cond " + path("neg.npy") +
+                     " --steps 3 --seed 8 --dump-velocity " + path("v2.npy") + " --out " + path("lat2.npy"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("2 latent(s), 6 steps"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sample 2/2"), std::string::npos) << r.out;
+  std::vector<int64_t> shape;
+  const auto got = load(path("lat2.npy"), &shape);
+  ASSERT_EQ(shape, batch_shape(2));
+  const auto v = load(path("v2.npy"), &shape);
+  std::vector<int64_t> vshape = batch_shape(2);
+  vshape.insert(vshape.begin(), 3);
+  ASSERT_EQ(shape, vshape);
+  trellis::SamplerOptions o;
+  o.steps = 3;
+  std::vector<float> ref_v;
+  const auto ref = reference::flow_sample(*config_, *weights_, trellis::gaussian_noise(8, 2 * n), cond2, *neg_, kCtx, o, &ref_v);
+  ASSERT_EQ(ref_v.size(), v.size());
+  for (size_t b = 0; b < 2; b++) EXPECT_LT(test::rel_l2(slice(got, b, n), slice(ref, b, n)), 1e-3) << "sample " << b;
+  for (size_t k = 0; k < 6; k++)
+    EXPECT_LT(test::rel_l2(slice(v, k, n), slice(ref_v, k, n)), 1e-3) << "step " << k / 2 << ", sample " << k % 2;
+  EXPECT_GT(test::rel_l2(slice(got, 0, n), slice(got, 1, n)), 1e-2) << "two prompts, two noises: two latents";
+}
+
+TEST_F(SsFlowStageCli, SamplesDrawsDeterministicLatents) {
+  // --seed S --samples N draws N latents from one noise stream: the first is the one --seed S
+  // alone draws, the same command writes the same file, and a noise file of those N latents
+  // gives the same result (one [77, C] context for all of them).
+  const size_t n = size_t(latent_n());
+  const std::string base = "ss-flow" + stage() + contexts() + " --steps 2 --seed 12";
+  auto r = run_ember(base + " --out " + path("one.npy"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = run_ember(base + " --samples 3 --out " + path("three.npy"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("sample 3/3"), std::string::npos) << r.out;
+  r = run_ember(base + " --samples 3 --out " + path("three_again.npy"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(read_file(path("three.npy")), read_file(path("three_again.npy")));
+  std::vector<int64_t> shape;
+  const auto one = load(path("one.npy"), &shape);
+  EXPECT_EQ(shape, batch_shape(1));
+  const auto three = load(path("three.npy"), &shape);
+  ASSERT_EQ(shape, batch_shape(3));
+  EXPECT_EQ(slice(three, 0, n), one);
+  EXPECT_NE(slice(three, 1, n), slice(three, 0, n));
+  EXPECT_NE(slice(three, 2, n), slice(three, 1, n));
+  formats::write_npy_f32(path("noise3.npy"), batch_shape(3), trellis::gaussian_noise(12, 3 * n));
+  r = run_ember("ss-flow" + stage() + contexts() + " --steps 2 --seed 99 --noise " + path("noise3.npy") + " --out " +
+                path("three_file.npy"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(read_file(path("three.npy")), read_file(path("three_file.npy")));
+}
+
+TEST_F(SsFlowStageCli, BadBatches) {
+  // Batch sizes that disagree, or shapes that are no batch: an error naming the option before
+  // any weights are made, no output.
+  const int64_t C = config_->cond_channels;
+  formats::write_npy_f32(path("c3.npy"), std::vector<int64_t>{3, kCtx, C}, test::random_floats(size_t(3 * kCtx * C), 34));
+  formats::write_npy_f32(path("c2.npy"), std::vector<int64_t>{2, kCtx, C}, test::random_floats(size_t(2 * kCtx * C), 35));
+  formats::write_npy_f32(path("c2short.npy"), std::vector<int64_t>{2, kCtx - 1, C}, std::vector<float>(size_t(2 * (kCtx - 1) * C)));
+  formats::write_npy_f32(path("n2.npy"), batch_shape(2), test::random_floats(size_t(2 * latent_n()), 36));
+  formats::write_npy_f32(path("n2flat.npy"), std::vector<int64_t>{2, 8, 4, 4}, std::vector<float>(2 * 8 * 16));
+  formats::write_npy_f32(path("n0.npy"), batch_shape(0), std::vector<float>());
+  auto run_with = [&](const std::string& cond, const std::string& neg, const std::string& extra) {
+    return "ss-flow" + stage() + " --cond " + path(cond) + " --neg-cond " + path(neg) + " --steps 1 " + extra + " --out " + path("out.npy");
+  };
+  expect_error(run_with("c3.npy", "neg.npy", "--samples 2"), "a batch of 3 contexts for 2 latent(s)");
+  expect_error(run_with("c3.npy", "c2.npy", ""), "--neg-cond " + path("c2.npy") + ": a batch of 2 contexts for 3 latent(s)");
+  expect_error(run_with("c3.npy", "neg.npy", "--noise " + path("n2.npy")), "a batch of 3 contexts for 2 latent(s)");
+  expect_error(run_with("cond.npy", "neg.npy", "--samples 3 --noise " + path("n2.npy")), "--samples 3 but the noise holds 2 latent(s)");
+  expect_error(run_with("cond.npy", "neg.npy", "--noise " + path("n2flat.npy")), "shape (2, 8, 4, 4) is neither (8, 4, 4, 4) nor a batch");
+  expect_error(run_with("cond.npy", "neg.npy", "--noise " + path("n0.npy")), "shape (0, 8, 4, 4, 4) is neither");
+  expect_error(run_with("c2short.npy", "neg.npy", ""), "shape (2, 76, " + std::to_string(C) + ") is neither (77, ");
+  expect_error(run_with("cond.npy", "neg.npy", "--samples -1"), "--samples -1 is negative");
 }
 
 TEST_F(SsFlowStageCli, ForwardMatchesReference) {
@@ -215,7 +310,7 @@ TEST_F(SsFlowStageCli, NumpyReadsWhatTheCommandsWrite) {
   write_file_atomic(path("check.py"),
                     "import numpy as np, sys\n"
                     "d = sys.argv[1]\n"
-                    "for name, shape in (('nl', (8, 4, 4, 4)), ('nv', (2, 8, 4, 4, 4)), ('nf', (2, 8, 4, 4, 4))):\n"
+                    "for name, shape in (('nl', (1, 8, 4, 4, 4)), ('nv', (2, 1, 8, 4, 4, 4)), ('nf', (2, 8, 4, 4, 4))):\n"
                     "    a = np.load(d + '/' + name + '.npy')\n"
                     "    assert a.dtype == np.float32 and a.shape == shape, (name, a.dtype, a.shape)\n"
                     "    assert np.isfinite(a).all() and np.abs(a).sum() > 0, name\n");
@@ -235,7 +330,7 @@ TEST_F(SsFlowStageCli, BadContexts) {
   auto run_with = [&](const std::string& cond) { return "ss-flow" + stage() + " --cond " + path(cond) + " --neg-cond " + path("cond.npy") + " --out " + path("out.npy"); };
   formats::write_npy_f32(path("short.npy"), std::vector<int64_t>{76, config_->cond_channels},
                          std::vector<float>(size_t(76 * config_->cond_channels)));
-  expect_error(run_with("short.npy"), "shape (76, " + C + ") where (77, " + C + ") was expected");
+  expect_error(run_with("short.npy"), "shape (76, " + C + ") is neither (77, " + C + ") nor a batch of them");
   // A float64 array, written by hand.
   std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (77, " + C + "), }";
   header.append(64 - (10 + header.size() + 1) % 64, ' ');
@@ -261,7 +356,7 @@ TEST_F(SsFlowStageCli, BadContexts) {
 TEST_F(SsFlowStageCli, BadNoise) {
   const std::string base = "ss-flow" + stage() + contexts() + " --out " + path("out.npy") + " --noise ";
   formats::write_npy_f32(path("noise_small.npy"), std::vector<int64_t>{8, 4, 4, 3}, std::vector<float>(8 * 4 * 4 * 3));
-  expect_error(base + path("noise_small.npy"), "shape (8, 4, 4, 3) where (8, 4, 4, 4) was expected");
+  expect_error(base + path("noise_small.npy"), "shape (8, 4, 4, 3) is neither (8, 4, 4, 4) nor a batch of them");
   std::vector<float> v(size_t(latent_n()), 0.5f);
   v[7] = std::numeric_limits<float>::quiet_NaN();
   formats::write_npy_f32(path("noise_nan.npy"), latent_shape(), v);
@@ -326,4 +421,17 @@ TEST_F(SsFlowStageCli, StagesThatAreMissingBrokenOrOfAnotherKind) {
   expect_error("ss-flow-forward --stage " + path("other") + " --x " + path("cond.npy") + " --t 0.5 --cond " + path("cond.npy") +
                    " --out " + path("out.npy"),
                "not sparseStructureFlow");
+}
+
+TEST_F(SsFlowStageCli, BenchReportsTheBatchSamplingRun) {
+  // The batch run is timed and reported beside the single one (figures only mean something on a
+  // GPU; here it must run and say what it ran).
+  auto r = run_ember("bench ss-flow" + stage() + " --steps 2 --repeats 1 --batch-samples 2");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("sampling, 2 steps"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sampling a batch of 2 latents"), std::string::npos) << r.out;
+  r = run_ember("bench ss-flow" + stage() + " --steps 1 --repeats 1 --batch2-only --batch-samples 0");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("sampling, 1 steps"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("sampling a batch"), std::string::npos) << r.out;
 }

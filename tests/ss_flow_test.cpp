@@ -195,6 +195,31 @@ TEST(SsFlowSampler, GuidedStepsMatchReferenceSampler) {
   }
 }
 
+TEST(SsFlowSampler, BatchWithOneCondAndPerSampleNegativesMatchesReference) {
+  // B = 2: one cond repeated over the batch, a negative context per latent (upstream's repeat);
+  // the velocities come back [steps][B][...].
+  auto& m = tiny_model();
+  trellis::SsFlowModel model(test_kernels(), m.tensors, small_tiles());
+  trellis::FlowSampler sampler(model);
+  const size_t n = size_t(m.config.in_channels * m.config.tokens());
+  auto noise = trellis::gaussian_noise(21, 2 * n);
+  std::vector<float> negs = m.neg, other = test::random_floats(m.neg.size(), 13);
+  negs.insert(negs.end(), other.begin(), other.end());
+  trellis::SamplerOptions o;
+  o.steps = 2;
+  std::vector<float> v, ref_v;
+  auto got = sampler.sample_batch(noise, m.cond, negs, kCtx, o, {}, nullptr, &v);
+  auto ref = reference::flow_sample(m.config, m.weights, noise, m.cond, negs, kCtx, o, &ref_v);
+  ASSERT_EQ(got.size(), 2 * n);
+  ASSERT_EQ(v.size(), ref_v.size());
+  EXPECT_LT(test::rel_l2(got, ref), 1e-3);
+  EXPECT_LT(test::rel_l2(v, ref_v), 1e-3);
+  // Contexts of a batch that fits neither 1 nor B latents are refused before any step runs.
+  std::vector<float> three(3 * m.cond.size());
+  EXPECT_THROW(sampler.sample_batch(noise, three, m.neg, kCtx, o), Error);
+  EXPECT_THROW(sampler.sample_batch(std::vector<float>(n + 1), m.cond, m.neg, kCtx, o), Error);
+}
+
 TEST(SsFlowSampler, SameSeedSameLatent) {
   auto& m = tiny_model();
   trellis::SsFlowModel model(test_kernels(), m.tensors);

@@ -1,5 +1,6 @@
-// `ember bench ss-flow`: one forward at batch 1 and 2 and a full default sampling run of the
-// TRELLIS sparse-structure flow stage; medians of repeats after a warm-up, per-kernel GPU time.
+// `ember bench ss-flow`: one forward at batch 1 and 2, a full default sampling run and a batch of
+// samples of the TRELLIS sparse-structure flow stage; medians of repeats after a warm-up,
+// per-kernel GPU time.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -69,7 +70,7 @@ void add_bench_ss_flow(CLI::App& bench) {
     std::string stage;
     bool synthetic = false, json = false, no_sample = false, batch2_only = false, no_quad = false, scalar_matmul = false,
          matmul_no_prefetch = false, attn_no_prefetch = false;
-    int repeats = 5, blocks = 0, resolution = 0;
+    int repeats = 5, blocks = 0, resolution = 0, batch_samples = 4;
     std::vector<uint32_t> matmul, narrow_matmul, attn_geometry;
     std::vector<std::string> matmul_overrides;
     std::string attention;
@@ -89,6 +90,10 @@ void add_bench_ss_flow(CLI::App& bench) {
   cmd->add_option("--repeats", o->repeats, "timed repeats after one warm-up");
   cmd->add_flag("--no-sample", o->no_sample, "skip the full sampling run");
   cmd->add_option("--steps", o->sampler.steps, "sampling steps");
+  cmd->add_option("--batch-samples", o->batch_samples,
+                  "also sample a batch of this many latents, one prompt each, as `ember ss-flow` runs a batch (0: skip)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--matmul", o->matmul, "qmatmul geometry: threads along tokens, along rows, K step (default " + dims_text(o->mo.matmul) + ")")->expected(3);
   cmd->add_option("--mlp2-splits", o->mo.mlp2_k_splits, "split-K chunks for mlp.2 (K = 3072; 1 = none)")
       ->check(CLI::Range(1, 48))
@@ -269,6 +274,26 @@ void add_bench_ss_flow(CLI::App& bench) {
                o->sampler.steps, o->sampler.cfg_strength, o->sampler.cfg_lo, o->sampler.cfg_hi, ws, flops / 1e12, flops / ws / 1e12,
                median(step_ms[0]), median(step_ms[1]));
       text += line;
+      if (o->batch_samples > 0) {
+        // One timed run (the pipelines are compiled by now): B prompts, B noises, the shared negative context.
+        const size_t B = size_t(o->batch_samples);
+        const auto noise_b = trellis::gaussian_noise(0, B * size_t(n));
+        const auto cond_b = trellis::gaussian_noise(102, B * size_t(ctx * c.cond_channels));
+        std::vector<double> batch_step_ms[2];
+        auto s = std::chrono::steady_clock::now();
+        sampler.sample_batch(noise_b, cond_b, neg, ctx, o->sampler,
+                             [&](const trellis::StepReport& r) { batch_step_ms[r.guided ? 1 : 0].push_back(1e3 * r.seconds); });
+        const double wb = seconds_since(s);
+        model.set_context(cond, neg, ctx);  // back to the context of the runs above
+        j["sampling_batch"] = {{"samples", B}, {"steps", o->sampler.steps}, {"wall_s", wb}, {"wall_s_per_sample", wb / double(B)},
+                               {"tflops", double(B) * flops / wb / 1e12}, {"per_sample_vs_batch1", wb / double(B) / ws},
+                               {"step_ms_batch1", median(batch_step_ms[0])}, {"step_ms_batch2", median(batch_step_ms[1])}};
+        snprintf(line, sizeof line,
+                 "sampling a batch of %zu latents (one after another): %.3f s wall, %.3f s per latent (%.3fx the single run), "
+                 "%.2f TFLOP/s\n",
+                 B, wb, wb / double(B), wb / double(B) / ws, double(B) * flops / wb / 1e12);
+        text += line;
+      }
     }
     if (o->json)
       std::printf("%s\n", j.dump(2).c_str());

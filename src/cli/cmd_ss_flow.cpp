@@ -1,9 +1,11 @@
 // `ember ss-flow`: TRELLIS sparse-structure flow sampling from a text context to the 8x16^3
 // occupancy latent, with a progress bar; the latent (and with --dump-velocity every step's guided
 // velocity) is written atomically.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <sstream>
+#include <tuple>
 
 #include "cli/commands.h"
 #include "cli/ss_flow_source.h"
@@ -27,7 +29,8 @@ void parse_interval(const std::string& s, trellis::SamplerOptions& o) {
 
 void progress_bar(const trellis::StepReport& r) {
   const int width = 30, done = (r.step + 1) * width / r.steps;
-  std::fprintf(stderr, "\r[%s%s] step %2d/%d  t=%.3f %s %7.1f ms", std::string(size_t(done), '#').c_str(),
+  const std::string sample = r.samples > 1 ? "sample " + std::to_string(r.sample + 1) + "/" + std::to_string(r.samples) + " " : "";
+  std::fprintf(stderr, "\r%s[%s%s] step %2d/%d  t=%.3f %s %7.1f ms", sample.c_str(), std::string(size_t(done), '#').c_str(),
                std::string(size_t(width - done), '.').c_str(), r.step + 1, r.steps, r.t, r.guided ? "cfg" : "   ",
                1e3 * r.seconds);
   if (r.step + 1 == r.steps) std::fprintf(stderr, "\n");
@@ -44,61 +47,79 @@ void add_ss_flow_command(CLI::App& app) {
     std::string cond, neg, out, noise, dump_velocity, interval = "0.5,1.0";
     trellis::SamplerOptions sampler;
     uint64_t seed = 0;
+    int64_t samples = 0;  // 0: as many as the inputs hold
   };
   auto o = std::make_shared<Opts>();
   o->gpu.add_to(*cmd);
   o->source.add_to(*cmd);
-  cmd->add_option("--cond", o->cond, "text context of the prompt, .npy [77, 768] f32 or f16")->required();
-  cmd->add_option("--neg-cond", o->neg, "text context of the empty prompt, .npy [77, 768]")->required();
+  cmd->add_option("--cond", o->cond, "text context of the prompt, .npy [B, 77, 768] or [77, 768] (repeats over the batch), f32 or f16")
+      ->required();
+  cmd->add_option("--neg-cond", o->neg, "text context of the empty prompt, .npy [B, 77, 768] or [77, 768]")->required();
   cmd->add_option("--steps", o->sampler.steps, "Euler steps")->capture_default_str();
   cmd->add_option("--cfg", o->sampler.cfg_strength, "classifier-free guidance strength")->capture_default_str();
   cmd->add_option("--cfg-interval", o->interval, "guidance where LO <= t <= HI")->capture_default_str();
   cmd->add_option("--rescale-t", o->sampler.rescale_t, "time rescaling r: t' = r t / (1 + (r-1) t)")->capture_default_str();
   cmd->add_option("--seed", o->seed, "noise seed")->capture_default_str();
-  cmd->add_option("--noise", o->noise, "start from this noise (.npy [8, 16, 16, 16] f32 or f16) instead of the seeded one");
+  cmd->add_option("--samples", o->samples,
+                  "latents to sample (B); seeded noise for B draws B latents, the first the one --seed alone draws "
+                  "(default: the batch of --noise, else of --cond / --neg-cond, else 1)");
+  cmd->add_option("--noise", o->noise, "start from this noise (.npy [B, 8, 16, 16, 16] or [8, 16, 16, 16], f32 or f16) instead of the seeded one");
   cmd->add_option("--dump-velocity", o->dump_velocity,
-                  "also write the velocity after guidance of every step, .npy [steps, 8, 16, 16, 16] f32");
-  cmd->add_option("--out", o->out, "output latent .npy [8, 16, 16, 16] f32")->required();
+                  "also write the velocity after guidance of every step, .npy [steps, B, 8, 16, 16, 16] f32");
+  cmd->add_option("--out", o->out, "output latents .npy [B, 8, 16, 16, 16] f32 (the batch axis also for B = 1, as upstream's sample())")
+      ->required();
   cmd->callback([o] {
     parse_interval(o->interval, o->sampler);
     o->sampler.validate();
     const auto start = std::chrono::steady_clock::now();
     check_output_path(o->out, "--out");
     if (!o->dump_velocity.empty()) check_output_path(o->dump_velocity, "--dump-velocity");
+    if (o->samples < 0) throw Error("--samples " + std::to_string(o->samples) + " is negative", "--samples", "give B >= 1");
     const auto config = o->source.open("ember ss-flow");
+    const int64_t R = config.resolution;
     // Inputs are checked before weights are made or the GPU is touched.
-    auto cond = trellis::read_context(o->cond, kContextTokens, config.cond_channels, "--cond");
-    auto neg = trellis::read_context(o->neg, kContextTokens, config.cond_channels, "--neg-cond");
-    const size_t n = size_t(config.in_channels * config.tokens());
-    auto noise = o->noise.empty() ? trellis::gaussian_noise(o->seed, n)
-                                  : trellis::read_latent(o->noise, config.in_channels, config.resolution, "--noise");
+    int64_t cond_b = 0, neg_b = 0, noise_b = 0;
+    auto cond = trellis::read_batch(o->cond, {kContextTokens, config.cond_channels}, "--cond", cond_b);
+    auto neg = trellis::read_batch(o->neg, {kContextTokens, config.cond_channels}, "--neg-cond", neg_b);
+    std::vector<float> noise;
+    if (!o->noise.empty()) noise = trellis::read_batch(o->noise, {config.in_channels, R, R, R}, "--noise", noise_b);
+    const int64_t B = noise_b ? noise_b : o->samples ? o->samples : std::max(cond_b, neg_b);
+    if (noise_b && o->samples && o->samples != noise_b)
+      throw Error("--samples " + std::to_string(o->samples) + " but the noise holds " + std::to_string(noise_b) + " latent(s)",
+                  "--noise " + o->noise, "leave out --samples, or give noise of that batch");
+    for (auto [batch, what, path] : {std::tuple{cond_b, "--cond", o->cond}, std::tuple{neg_b, "--neg-cond", o->neg}})
+      if (batch != 1 && batch != B)
+        throw Error("a batch of " + std::to_string(batch) + " contexts for " + std::to_string(B) + " latent(s)",
+                    std::string(what) + " " + path, "give one context for every latent, or one [77, C] context for all");
+    if (o->noise.empty()) noise = trellis::gaussian_noise(o->seed, size_t(B * config.in_channels * config.tokens()));
     auto source = o->source.take_tensors();
     gpu::Device device = gpu::Device::open(o->gpu.device);
     gpu::KernelCache kernels(device);
     trellis::SsFlowModel model(kernels, *source, {});
-    model.set_context(cond, neg, kContextTokens);
     trellis::FlowSampler sampler(model);
     const double setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     double steps_s = 0;
     std::vector<float> velocities;
-    auto latent = sampler.sample(
-        noise, o->sampler,
+    auto latent = sampler.sample_batch(
+        noise, cond, neg, kContextTokens, o->sampler,
         [&](const trellis::StepReport& r) {
           steps_s += r.seconds;
           progress_bar(r);
         },
         nullptr, o->dump_velocity.empty() ? nullptr : &velocities);
-    const int64_t R = config.resolution;
-    const std::vector<int64_t> shape{config.out_channels, R, R, R};
+    const std::vector<int64_t> shape{B, config.out_channels, R, R, R};
     formats::write_npy_f32(o->out, shape, latent);
     if (!o->dump_velocity.empty()) {
       std::vector<int64_t> vshape = shape;
       vshape.insert(vshape.begin(), o->sampler.steps);
       formats::write_npy_f32(o->dump_velocity, vshape, velocities);
     }
-    std::fprintf(stderr, "ss-flow: %d steps in %.3f s (%.1f ms per step; setup %.2f s incl. first-use shader compilation), wrote %s%s%s\n",
-                 o->sampler.steps, steps_s, 1e3 * steps_s / o->sampler.steps, setup_s, o->out.c_str(),
-                 o->dump_velocity.empty() ? "" : " and ", o->dump_velocity.c_str());
+    const int64_t steps = o->sampler.steps * B;
+    std::fprintf(stderr,
+                 "ss-flow: %lld latent(s), %lld steps in %.3f s (%.1f ms per step; setup %.2f s incl. first-use shader compilation), "
+                 "wrote %s%s%s\n",
+                 static_cast<long long>(B), static_cast<long long>(steps), steps_s, 1e3 * steps_s / double(steps), setup_s,
+                 o->out.c_str(), o->dump_velocity.empty() ? "" : " and ", o->dump_velocity.c_str());
   });
 }
 

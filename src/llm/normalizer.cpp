@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "llm/regex.h"
+#include "llm/unicode_properties.h"
 #include "llm/utf8.h"
 
 namespace ember::llm {
@@ -25,7 +26,11 @@ std::string lowercase(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   size_t pos = 0;
-  while (pos < text.size()) utf8::append(out, static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(utf8::next(text, pos)))));
+  // The reference's Unicode version, not utf8proc's (llm/unicode_properties.h).
+  while (pos < text.size()) {
+    const auto l = unicode::to_lowercase(utf8::next(text, pos));
+    for (int i = 0; i < l.count; i++) utf8::append(out, l.c[i]);
+  }
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "llm/byte_level.h"
 #include "llm/regex.h"
+#include "llm/regex_classes.h"
 
 namespace ember::llm {
 
@@ -65,9 +66,10 @@ void PreTokenizer::add(const nlohmann::json& spec, const std::string& where) {
     if (spec.value("use_regex", true)) s.regex = std::make_shared<Regex>(byte_level::kGpt2Pattern, where);
     steps_.push_back(std::move(s));
   } else if (type == "Digits") {
-    // Upstream splits on numeric characters: one piece per digit, or per run of digits.
+    // Upstream splits on numeric characters (Rust's char::is_numeric, at its Unicode version, not
+    // the regex engine's): one piece per digit, or per run of digits.
     Step s{Kind::Split};
-    s.regex = std::make_shared<Regex>("\\p{N}", where);
+    s.regex = std::make_shared<Regex>(bracket_class(unicode::std_numeric()), where);
     s.behavior = spec.value("individual_digits", false) ? Behavior::Isolated : Behavior::Contiguous;
     steps_.push_back(std::move(s));
   } else if (type == "Metaspace") {

@@ -4,6 +4,7 @@
 #include <pcre2.h>
 
 #include "common/error.h"
+#include "llm/regex_classes.h"
 #include "llm/utf8.h"
 
 namespace ember::llm {
@@ -19,9 +20,17 @@ struct Regex::Impl {
 Regex::Regex(const std::string& pattern, const std::string& where) : impl_(std::make_unique<Impl>()) {
   int err = 0;
   PCRE2_SIZE err_offset = 0;
-  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
-                              &err, &err_offset, nullptr);
+  auto compile = [&](const std::string& p) {
+    return pcre2_compile(reinterpret_cast<PCRE2_SPTR>(p.data()), p.size(), PCRE2_UTF | PCRE2_UCP, &err, &err_offset, nullptr);
+  };
+  impl_->code = compile(expand_unicode_classes(pattern));
   if (!impl_->code) {
+    // The error at its offset in the pattern as written, where it fails as written too.
+    if (pcre2_code* original = compile(pattern)) {
+      pcre2_code_free(original);
+      throw Error("regex does not compile once its Unicode classes are spelled out as code point ranges: /" + pattern + "/",
+                  where, "use a pattern in the syntax PCRE2 shares with Oniguruma");
+    }
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof msg);
     throw Error("regex does not compile at offset " + std::to_string(err_offset) + ": " +

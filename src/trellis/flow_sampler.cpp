@@ -109,4 +109,50 @@ std::vector<float> FlowSampler::sample(const std::vector<float>& noise, const Sa
   return from_tokens(d.download_as<float>(x_), Cin, N);
 }
 
+std::vector<float> FlowSampler::sample_batch(const std::vector<float>& noise, std::span<const float> cond,
+                                             std::span<const float> neg, int64_t ctx_tokens, const SamplerOptions& o,
+                                             const std::function<void(const StepReport&)>& progress, gpu::Profiler* profiler,
+                                             std::vector<float>* velocities) {
+  o.validate();
+  const auto& c = model_.config();
+  const size_t n = size_t(c.tokens() * c.in_channels), ctx_n = size_t(ctx_tokens * c.cond_channels);
+  if (noise.empty() || noise.size() % n != 0)
+    throw Error("noise has " + std::to_string(noise.size()) + " values, not a whole number of latents of " + std::to_string(n), "--noise");
+  const size_t B = noise.size() / n;
+  auto rows = [&](std::span<const float> ctx, const std::string& what) {
+    if (ctx_n == 0 || (ctx.size() != ctx_n && ctx.size() != B * ctx_n))
+      throw Error("context of " + std::to_string(ctx.size()) + " values for " + std::to_string(B) + " latent(s): want 1 or " +
+                      std::to_string(B) + " contexts of " + std::to_string(ctx_tokens) + " x " + std::to_string(c.cond_channels),
+                  what, "give one context for every latent, or one for all");
+    return ctx.size() / ctx_n;
+  };
+  const size_t cond_rows = rows(cond, "--cond"), neg_rows = rows(neg, "--neg-cond");
+  std::vector<float> out;
+  out.reserve(B * n);
+  std::vector<std::vector<float>> per_sample(velocities ? B : 0);
+  for (size_t b = 0; b < B; b++) {
+    if (b == 0 || cond_rows > 1 || neg_rows > 1)
+      model_.set_context(cond.subspan(cond_rows > 1 ? b * ctx_n : 0, ctx_n), neg.subspan(neg_rows > 1 ? b * ctx_n : 0, ctx_n),
+                         ctx_tokens);
+    auto report = [&](const StepReport& r) {
+      StepReport s = r;
+      s.sample = int(b);
+      s.samples = int(B);
+      if (progress) progress(s);
+    };
+    const std::vector<float> x0(noise.begin() + std::ptrdiff_t(b * n), noise.begin() + std::ptrdiff_t((b + 1) * n));
+    auto x = sample(x0, o, report, profiler, velocities ? &per_sample[b] : nullptr);
+    out.insert(out.end(), x.begin(), x.end());
+  }
+  if (velocities) {  // [B][steps] -> [steps][B], as upstream stacks each step's batch
+    velocities->clear();
+    velocities->reserve(size_t(o.steps) * B * n);
+    for (int i = 0; i < o.steps; i++)
+      for (size_t b = 0; b < B; b++)
+        velocities->insert(velocities->end(), per_sample[b].begin() + std::ptrdiff_t(size_t(i) * n),
+                           per_sample[b].begin() + std::ptrdiff_t(size_t(i + 1) * n));
+  }
+  return out;
+}
+
 }  // namespace ember::trellis

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "trellis/sampler_options.h"
@@ -30,6 +31,7 @@ struct StepReport {
   double t, t_next;
   bool guided;
   double seconds;  // wall time from the previous step's end (or the start) to this step's end
+  int sample = 0, samples = 1;  // which latent of a batch (sample_batch)
 };
 
 class FlowSampler {
@@ -43,6 +45,18 @@ class FlowSampler {
   std::vector<float> sample(const std::vector<float>& noise, const SamplerOptions& options,
                             const std::function<void(const StepReport&)>& progress = {}, gpu::Profiler* profiler = nullptr,
                             std::vector<float>* velocities = nullptr);
+
+  // A batch, as upstream's sampler takes it: noise [B][in_channels][tokens]; cond and neg
+  // [B or 1][ctx_tokens][cond_channels], a single context repeating over the batch (this sets the
+  // model's context). Returns [B][in_channels][tokens]; velocities [steps][B][in_channels][tokens].
+  // The samples run one after another: the model's forward is built for batch 1 and 2 (a guided
+  // step's conditional | unconditional pair), and a batch-2 forward of the full latent grid already
+  // fills the GPU, so batch 2B forwards would save little beyond launch overhead at B times the
+  // activation memory. Sample b's latent equals a batch-1 run of its own noise and contexts.
+  std::vector<float> sample_batch(const std::vector<float>& noise, std::span<const float> cond, std::span<const float> neg,
+                                  int64_t ctx_tokens, const SamplerOptions& options,
+                                  const std::function<void(const StepReport&)>& progress = {}, gpu::Profiler* profiler = nullptr,
+                                  std::vector<float>* velocities = nullptr);
 
  private:
   SsFlowModel& model_;

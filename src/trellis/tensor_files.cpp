@@ -1,5 +1,6 @@
 #include "trellis/tensor_files.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
@@ -25,26 +26,20 @@ FloatArray read_finite_npy(const std::filesystem::path& path, const std::string&
   return out;
 }
 
-namespace {
-
-std::vector<float> with_shape(const std::filesystem::path& path, const std::vector<int64_t>& want, const std::string& what) {
+std::vector<float> read_batch(const std::filesystem::path& path, const std::vector<int64_t>& item, const std::string& what,
+                              int64_t& batch) {
   FloatArray a = read_finite_npy(path, what);
-  std::vector<int64_t> with_batch = want;
-  with_batch.insert(with_batch.begin(), 1);
-  if (a.shape != want && a.shape != with_batch)
-    throw Error("shape " + shape_text(a.shape) + " where " + shape_text(want) + " was expected", what + " " + path.string(),
-                "the stage needs " + shape_text(want) + " (or with a leading 1)");
+  if (a.shape == item) {
+    batch = 1;
+  } else if (a.shape.size() == item.size() + 1 && std::equal(item.begin(), item.end(), a.shape.begin() + 1) && a.shape[0] >= 1) {
+    batch = a.shape[0];
+  } else {
+    std::vector<int64_t> batched = item;
+    batched.insert(batched.begin(), 2);
+    throw Error("shape " + shape_text(a.shape) + " is neither " + shape_text(item) + " nor a batch of them", what + " " + path.string(),
+                "give " + shape_text(item) + ", or [B, ...] for B of them, e.g. " + shape_text(batched));
+  }
   return std::move(a.values);
-}
-
-}  // namespace
-
-std::vector<float> read_context(const std::filesystem::path& path, int64_t tokens, int64_t channels, const std::string& what) {
-  return with_shape(path, {tokens, channels}, what);
-}
-
-std::vector<float> read_latent(const std::filesystem::path& path, int64_t channels, int64_t r, const std::string& what) {
-  return with_shape(path, {channels, r, r, r}, what);
 }
 
 }  // namespace ember::trellis

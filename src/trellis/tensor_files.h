@@ -18,10 +18,10 @@ struct FloatArray {
 // NaN/Inf (naming the element). `what` is the option ("--cond").
 FloatArray read_finite_npy(const std::filesystem::path& path, const std::string& what);
 
-// A context [tokens][channels] (or [1][tokens][channels]).
-std::vector<float> read_context(const std::filesystem::path& path, int64_t tokens, int64_t channels, const std::string& what);
-// A latent [channels][R][R][R] (or with a leading 1).
-std::vector<float> read_latent(const std::filesystem::path& path, int64_t channels, int64_t resolution, const std::string& what);
+// A batch of items of shape `item`: [B, item...] with B >= 1, or `item` alone (B = 1). Returns the
+// values, B in `batch`.
+std::vector<float> read_batch(const std::filesystem::path& path, const std::vector<int64_t>& item, const std::string& what,
+                              int64_t& batch);
 // "(2, 8, 16, 16, 16)", as numpy prints shapes.
 std::string shape_text(const std::vector<int64_t>& shape);
 

@@ -280,12 +280,25 @@ std::vector<float> flow_sample(const formats::SsFlowConfig& cfg, const Weights& 
                                const trellis::SamplerOptions& o, std::vector<float>* velocities) {
   std::vector<float> x = noise;
   if (velocities) velocities->clear();
+  // Upstream's batch: B latents through one forward each for cond and neg_cond, a context of
+  // batch 1 repeated to B rows.
+  const size_t n = size_t(cfg.in_channels * cfg.tokens()), ctx_n = size_t(ctx_tokens * cfg.cond_channels);
+  const size_t B = noise.size() / n;
+  auto repeated = [&](const std::vector<float>& c) {
+    if (c.size() == B * ctx_n) return c;
+    if (c.size() != ctx_n) throw std::invalid_argument("reference flow_sample: a context of batch 1 or B");
+    std::vector<float> r;
+    for (size_t b = 0; b < B; b++) r.insert(r.end(), c.begin(), c.end());
+    return r;
+  };
+  const std::vector<float> cond_b = repeated(cond), neg_b = repeated(neg_cond);
   const auto ts = flow_schedule(o.steps, o.rescale_t);
   for (int i = 0; i < o.steps; i++) {
     const double t = ts[size_t(i)], t_prev = ts[size_t(i + 1)];
-    auto v = ss_flow_forward(cfg, w, x, {t}, cond, ctx_tokens);
+    const std::vector<double> tb(B, t);
+    auto v = ss_flow_forward(cfg, w, x, tb, cond_b, ctx_tokens);
     if (o.cfg_lo <= t && t <= o.cfg_hi) {
-      auto vn = ss_flow_forward(cfg, w, x, {t}, neg_cond, ctx_tokens);
+      auto vn = ss_flow_forward(cfg, w, x, tb, neg_b, ctx_tokens);
       for (size_t k = 0; k < v.size(); k++) v[k] = float((1.0 + o.cfg_strength) * v[k] - o.cfg_strength * vn[k]);
     }
     if (velocities) velocities->insert(velocities->end(), v.begin(), v.end());

@@ -48,8 +48,9 @@ std::vector<float> ss_flow_forward(const formats::SsFlowConfig& cfg, const Weigh
 
 // The rescaled time grid t_0 = 1 .. t_steps = 0.
 std::vector<double> flow_schedule(int steps, double rescale_t);
-// The guided Euler sampler from `noise` ([in_channels][tokens], batch 1). With `velocities`, also
-// each step's velocity after guidance, appended ([steps][in_channels][tokens]).
+// The guided Euler sampler from `noise` ([B][in_channels][tokens]); cond and neg_cond
+// [B or 1][ctx][cond_channels], batch 1 repeated over the B rows as upstream does. With
+// `velocities`, also each step's velocity after guidance ([steps][B][in_channels][tokens]).
 std::vector<float> flow_sample(const formats::SsFlowConfig& cfg, const Weights& w, const std::vector<float>& noise,
                                const std::vector<float>& cond, const std::vector<float>& neg_cond, int64_t ctx_tokens,
                                const trellis::SamplerOptions& options, std::vector<float>* velocities = nullptr);
