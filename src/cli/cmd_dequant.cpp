@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "formats/lfm2_export.h"
 #include "formats/safetensors.h"
+#include "formats/ss_decoder_config.h"
 #include "formats/ss_flow_config.h"
 #include "formats/trellis_pack.h"
 
@@ -28,9 +29,13 @@ void dequant_stage_pack(const std::filesystem::path& dir, const std::filesystem:
                                           {"stage", pack.manifest().stage},
                                           {"upstream_revision", pack.manifest().upstream_revision}};
   try {
-    meta["config"] = formats::infer_ss_flow_config(shapes, dir.string()).to_json().dump();
+    if (pack.manifest().stage == "sparseStructureDecoder") {
+      meta["config"] = formats::infer_ss_decoder_config(shapes, dir.string()).to_json().dump();
+    } else {
+      meta["config"] = formats::infer_ss_flow_config(shapes, dir.string()).to_json().dump();
+    }
   } catch (const Error&) {
-    // not an ss-flow pack: the weights alone
+    // a stage whose config ember cannot infer: the weights alone
   }
   formats::write_safetensors(out, tensors, meta);
   std::printf("wrote %s: %zu tensors (f32, dequantized from %s)\n", out.c_str(), tensors.size(), dir.c_str());

@@ -1,10 +1,11 @@
-// `ember pack trellis --stage ss-flow`: a TRELLIS checkpoint (.safetensors) -> stage pack.
+// `ember pack trellis --stage ss-flow|ss-decoder`: a TRELLIS checkpoint (.safetensors) -> stage pack.
 #include <algorithm>
 #include <cstdio>
 
 #include "cli/commands.h"
 #include "common/error.h"
 #include "formats/safetensors.h"
+#include "formats/ss_decoder_config.h"
 #include "formats/ss_flow_config.h"
 #include "formats/trellis_packer.h"
 
@@ -18,25 +19,30 @@ void add_pack_trellis_command(CLI::App& app) {
     bool quiet = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("--stage", a->stage, "which stage: ss-flow")->required();
+  cmd->add_option("--stage", a->stage, "which stage: ss-flow or ss-decoder")->required();
   cmd->add_option("--from", a->from, "checkpoint .safetensors")->required();
   cmd->add_option("--config", a->config, "upstream model config JSON (default: inferred from tensor shapes)");
   cmd->add_option("--out", a->out, "output stage directory")->required();
   cmd->add_option("--upstream-revision", a->revision, "upstream revision recorded in the manifest");
   cmd->add_flag("--quiet", a->quiet, "no progress and no per-tensor table");
   cmd->callback([a] {
-    if (a->stage != "ss-flow")
-      throw Error("unknown stage '" + a->stage + "'", "--stage", "ember packs --stage ss-flow (sparse-structure flow)");
+    if (a->stage != "ss-flow" && a->stage != "ss-decoder")
+      throw Error("unknown stage '" + a->stage + "'", "--stage",
+                  "ember packs --stage ss-flow (sparse-structure flow) and --stage ss-decoder (sparse-structure decoder)");
     auto ckpt = formats::SafetensorsFile::open(a->from);
     std::map<std::string, std::vector<int64_t>> found;
     for (const auto& [name, t] : ckpt.tensors()) found[name] = t.shape;
-    formats::SsFlowConfig c;
-    if (a->config.empty()) {
-      c = formats::infer_ss_flow_config(found, a->from);
+    std::map<std::string, std::vector<int64_t>> shapes;
+    std::string stage_name;
+    if (a->stage == "ss-decoder") {
+      const auto c = a->config.empty() ? formats::infer_ss_decoder_config(found, a->from) : formats::read_ss_decoder_config(a->config);
+      shapes = formats::ss_decoder_tensor_shapes(c);
+      stage_name = "sparseStructureDecoder";
     } else {
-      c = formats::read_ss_flow_config(a->config);
+      const auto c = a->config.empty() ? formats::infer_ss_flow_config(found, a->from) : formats::read_ss_flow_config(a->config);
+      shapes = formats::ss_flow_tensor_shapes(c);
+      stage_name = "sparseStructureFlow";
     }
-    auto shapes = formats::ss_flow_tensor_shapes(c);
     for (const auto& [name, shape] : shapes) {
       auto it = found.find(name);
       if (it == found.end())
@@ -49,10 +55,12 @@ void add_pack_trellis_command(CLI::App& app) {
     for (const auto& [name, shape] : found)
       if (!shapes.count(name)) std::fprintf(stderr, "ember: note: ignoring tensor '%s' (not part of the model)\n", name.c_str());
     formats::StagePackOptions o;
-    o.stage = "sparseStructureFlow";
+    o.stage = stage_name;
     o.upstream_revision = !a->revision.empty() ? a->revision
                           : ckpt.metadata().count("upstream_revision") ? ckpt.metadata().at("upstream_revision")
-                                                                       : "unknown";
+                          // `ember synth` checkpoints: the manifest says the weights are random.
+                          : ckpt.metadata().count("ember_synth_seed") ? "synthetic-seed-" + ckpt.metadata().at("ember_synth_seed")
+                                                                      : "unknown";
     if (!a->quiet)
       o.progress = [](size_t i, size_t n, const std::string& name) {
         std::fprintf(stderr, "\r[%3zu/%zu] %-48s", i + 1, n, name.c_str());

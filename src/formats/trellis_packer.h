@@ -7,7 +7,8 @@
 //     shard_limit (64 MiB); a tensor larger than the limit gets a shard of its own;
 //   - a shard's size is its cursor after the last tensor rounded up to 256 (seed: 67094016,
 //     67084800, 30948096 bytes);
-//   - rank-2 `*.weight` tensors and `pos_emb` are symmetric-quantized int8 (group 64, tile 16);
+//   - `*.weight` tensors of rank 2 or more and `pos_emb` are symmetric-quantized int8 (group 64,
+//     tile 16), a rank-5 Conv3d weight [out, in, k, k, k] as the matrix [out][in * k^3];
 //     everything else (biases, norm weights, q/k gammas) is raw f16.
 #pragma once
 
