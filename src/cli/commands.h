@@ -41,6 +41,7 @@ void add_chat_command(CLI::App& app);      // ember chat
 void add_detokenize_command(CLI::App& app);
 void add_chat_template_command(CLI::App& app);  // ember chat-template
 void add_serve_command(CLI::App& app);    // ember serve (OpenAI-compatible HTTP server)
+void add_ss_decode_command(CLI::App& app);  // ember ss-decode (sparse-structure decoder)
 
 // Options every GPU-using command shares: --device, --gpu-fast, --profile.
 struct GpuOptions {

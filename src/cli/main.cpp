@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   ember::cli::add_ss_flow_command(app);
   ember::cli::add_ss_flow_forward_command(app);
   ember::cli::add_serve_command(app);
+  ember::cli::add_ss_decode_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
