@@ -1,6 +1,7 @@
 // `ember ss-flow`: TRELLIS sparse-structure flow sampling from a text context to the 8x16^3
 // occupancy latent, with a progress bar; the latent (and with --dump-velocity every step's guided
-// velocity) is written atomically.
+// velocity) is written atomically. The context comes from .npy files (--cond, --neg-cond) or from
+// prompts run through the text encoder stage in the same process (--text-stage, --prompt).
 #include <chrono>
 #include <cstdio>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "trellis/flow_sampler.h"
 #include "trellis/ss_flow.h"
 #include "trellis/tensor_files.h"
+#include "trellis/text_encoder.h"
 
 namespace ember::cli {
 namespace {
@@ -41,15 +43,23 @@ void add_ss_flow_command(CLI::App& app) {
   struct Opts {
     GpuOptions gpu;
     SsFlowSource source;
-    std::string cond, neg, out, noise, dump_velocity, interval = "0.5,1.0";
+    std::string cond, neg, out, noise, dump_velocity, interval = "0.5,1.0", text_stage, prompt, negative_prompt;
     trellis::SamplerOptions sampler;
     uint64_t seed = 0;
   };
   auto o = std::make_shared<Opts>();
   o->gpu.add_to(*cmd);
   o->source.add_to(*cmd);
-  cmd->add_option("--cond", o->cond, "text context of the prompt, .npy [77, 768] f32 or f16")->required();
-  cmd->add_option("--neg-cond", o->neg, "text context of the empty prompt, .npy [77, 768]")->required();
+  auto* cond = cmd->add_option("--cond", o->cond, "text context of the prompt, .npy [77, 768] f32 or f16");
+  auto* neg = cmd->add_option("--neg-cond", o->neg, "text context of the empty prompt, .npy [77, 768]");
+  auto* text_stage = cmd->add_option("--text-stage", o->text_stage,
+                                     "the textEncoder stage: encode --prompt (and --negative-prompt) here instead of --cond/--neg-cond");
+  auto* prompt = cmd->add_option("--prompt", o->prompt, "with --text-stage: the prompt");
+  auto* negative = cmd->add_option("--negative-prompt", o->negative_prompt,
+                                   "with --text-stage: the unconditional prompt (default \"\", as TRELLIS)");
+  text_stage->excludes(cond)->excludes(neg);
+  prompt->needs(text_stage);
+  negative->needs(text_stage);
   cmd->add_option("--steps", o->sampler.steps, "Euler steps")->capture_default_str();
   cmd->add_option("--cfg", o->sampler.cfg_strength, "classifier-free guidance strength")->capture_default_str();
   cmd->add_option("--cfg-interval", o->interval, "guidance where LO <= t <= HI")->capture_default_str();
@@ -59,7 +69,10 @@ void add_ss_flow_command(CLI::App& app) {
   cmd->add_option("--dump-velocity", o->dump_velocity,
                   "also write the velocity after guidance of every step, .npy [steps, 8, 16, 16, 16] f32");
   cmd->add_option("--out", o->out, "output latent .npy [8, 16, 16, 16] f32")->required();
-  cmd->callback([o] {
+  cmd->callback([o, prompt] {
+    if (o->text_stage.empty() && (o->cond.empty() || o->neg.empty()))
+      throw Error("give --cond and --neg-cond (.npy contexts), or --text-stage DIR with --prompt TEXT", "ember ss-flow");
+    if (!o->text_stage.empty() && prompt->count() == 0) throw Error("--text-stage needs --prompt TEXT", "ember ss-flow");
     parse_interval(o->interval, o->sampler);
     o->sampler.validate();
     const auto start = std::chrono::steady_clock::now();
@@ -67,14 +80,35 @@ void add_ss_flow_command(CLI::App& app) {
     if (!o->dump_velocity.empty()) check_output_path(o->dump_velocity, "--dump-velocity");
     const auto config = o->source.open("ember ss-flow");
     // Inputs are checked before weights are made or the GPU is touched.
-    auto cond = trellis::read_context(o->cond, kContextTokens, config.cond_channels, "--cond");
-    auto neg = trellis::read_context(o->neg, kContextTokens, config.cond_channels, "--neg-cond");
+    std::vector<float> cond, neg;
+    if (o->text_stage.empty()) {
+      cond = trellis::read_context(o->cond, kContextTokens, config.cond_channels, "--cond");
+      neg = trellis::read_context(o->neg, kContextTokens, config.cond_channels, "--neg-cond");
+    }
     const size_t n = size_t(config.in_channels * config.tokens());
     auto noise = o->noise.empty() ? trellis::gaussian_noise(o->seed, n)
                                   : trellis::read_latent(o->noise, config.in_channels, config.resolution, "--noise");
     auto source = o->source.take_tensors();
     gpu::Device device = gpu::Device::open(o->gpu.device);
     gpu::KernelCache kernels(device);
+    if (!o->text_stage.empty()) {
+      trellis::TextEncoder encoder(kernels, o->text_stage);
+      if (encoder.context_length() != kContextTokens || encoder.width() != config.cond_channels)
+        throw Error("the text encoder makes [" + std::to_string(encoder.context_length()) + ", " + std::to_string(encoder.width()) +
+                        "] contexts, the ss-flow stage takes [" + std::to_string(kContextTokens) + ", " +
+                        std::to_string(config.cond_channels) + "]",
+                    "--text-stage " + o->text_stage, "use the text encoder of the same TRELLIS pipeline");
+      std::vector<bool> truncated;
+      auto ids = encoder.tokenize({o->prompt, o->negative_prompt}, &truncated);
+      for (size_t i = 0; i < 2; i++)
+        if (truncated[i])
+          std::fprintf(stderr, "ember: note: the %s is longer than %d tokens and was truncated to fit, as TRELLIS's tokenizer call does\n",
+                       i == 0 ? "prompt" : "negative prompt", encoder.context_length());
+      auto both = encoder.encode_ids(ids);
+      const size_t half = both.size() / 2;
+      cond.assign(both.begin(), both.begin() + std::ptrdiff_t(half));
+      neg.assign(both.begin() + std::ptrdiff_t(half), both.end());
+    }
     trellis::SsFlowModel model(kernels, *source, {});
     model.set_context(cond, neg, kContextTokens);
     trellis::FlowSampler sampler(model);

@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   ember::cli::add_synth_lfm2_command(app);
   ember::cli::add_inspect_command(app);
   ember::cli::add_synth_trellis_command(app);
+  ember::cli::add_synth_clip_text_command(app);
+  ember::cli::add_encode_text_command(app);
   ember::cli::add_pack_trellis_command(app);
   ember::cli::add_dequant_command(app);
   ember::cli::add_generate_command(app);

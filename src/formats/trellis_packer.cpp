@@ -144,6 +144,12 @@ std::vector<TensorPackReport> write_stage_pack(const fs::path& dir, const std::m
       reports.push_back(r);
     }
     flush();
+    for (const auto& [file, text] : o.side_files) {
+      if (file.empty() || file.find('/') != std::string::npos || file == kStageManifestFile || file.rfind("stage-", 0) == 0)
+        throw Error("bad side file name '" + file + "'", "write_stage_pack");
+      write_file_atomic(tmp / file, text);
+      m.files.push_back({file, text.size(), sha256_hex({reinterpret_cast<const uint8_t*>(text.data()), text.size()})});
+    }
     write_file_atomic(tmp / kStageManifestFile, stage_manifest_json(m));
   });
   return reports;

@@ -30,6 +30,9 @@ struct StagePackOptions {
   uint32_t group_size = 64, output_tile = 16;
   // Called before each tensor is encoded: (index, count, name).
   std::function<void(size_t, size_t, const std::string&)> progress;
+  // Side files written into the stage beside the shards and listed in the manifest's "files"
+  // (name -> contents), e.g. the text encoder's tokenizer.json.
+  std::map<std::string, std::string> side_files;
 };
 
 // Whether the packer quantizes a tensor of this name and shape.
