@@ -135,6 +135,7 @@ void add_bench_command(CLI::App& app) {
   add_bench_gpu(*bench);
   add_bench_ss_flow(*bench);
   add_bench_text_encoder(*bench);
+  add_bench_text_to_3d(*bench);
   add_bench_llm(*bench);
   add_bench_batch(*bench);
 }

@@ -45,6 +45,9 @@ void add_detokenize_command(CLI::App& app);
 void add_chat_template_command(CLI::App& app);  // ember chat-template
 void add_serve_command(CLI::App& app);    // ember serve (OpenAI-compatible HTTP server)
 void add_ss_decode_command(CLI::App& app);  // ember ss-decode (sparse-structure decoder)
+void add_text_to_3d_command(CLI::App& app);  // ember text-to-3d (prompt -> GLB / PLY / PNG)
+void add_synth_pipeline_command(CLI::App& app);  // ember synth trellis-pipeline
+void add_bench_text_to_3d(CLI::App& bench);  // under `ember bench`
 
 // Options every GPU-using command shares: --device, --gpu-fast, --profile.
 struct GpuOptions {

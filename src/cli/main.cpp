@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   ember::cli::add_ss_flow_forward_command(app);
   ember::cli::add_serve_command(app);
   ember::cli::add_ss_decode_command(app);
+  ember::cli::add_text_to_3d_command(app);
+  ember::cli::add_synth_pipeline_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

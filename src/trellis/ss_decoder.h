@@ -14,6 +14,7 @@
 #include "formats/ss_decoder_config.h"
 #include "gpu/kernel.h"
 #include "gpu/profiler.h"
+#include "gpu/recorder.h"
 #include "trellis/ss_flow_stage.h"
 #include "trellis/stage_tensors.h"
 
