@@ -57,7 +57,7 @@ TEST(IsoMesh, SphereIsClosedManifoldOutwardAndRound) {
     const float *a = &m.positions[3 * m.indices[t]], *b = &m.positions[3 * m.indices[t + 1]], *c = &m.positions[3 * m.indices[t + 2]];
     const double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, w[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
     const double nx = u[1] * w[2] - u[2] * w[1], ny = u[2] * w[0] - u[0] * w[2], nz = u[0] * w[1] - u[1] * w[0];
-    EXPECT_GE(nx * (a[0] + b[0] + c[0]) + ny * (a[1] + b[1] + c[1]) + nz * (a[2] + b[2] + c[2]), 0.0) << t / 3;
+    EXPECT_GE(nx * (a[0] + b[0] + c[0]) + ny * (a[1] + b[1] + c[1]) + nz * (a[2] + b[2] + c[2]), -1e-9) << t / 3;
   }
 }
 

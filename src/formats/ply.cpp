@@ -1,6 +1,5 @@
 #include "formats/ply.h"
 
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -15,10 +14,11 @@ void write_point_ply(const std::filesystem::path& path, std::span<const float> x
   std::string header = "ply\nformat binary_little_endian 1.0\n";
   if (!comment.empty()) header += "comment " + comment + "\n";
   header += "element vertex " + std::to_string(xyz.size() / 3) + "\nproperty float x\nproperty float y\nproperty float z\nend_header\n";
-  std::vector<uint8_t> out(header.begin(), header.end());
-  const size_t at = out.size();
-  out.resize(at + xyz.size() * 4);
-  if (!xyz.empty()) std::memcpy(out.data() + at, xyz.data(), xyz.size() * 4);
+  std::vector<uint8_t> out;
+  out.reserve(header.size() + xyz.size() * 4);
+  out.insert(out.end(), header.begin(), header.end());
+  const auto* data = reinterpret_cast<const uint8_t*>(xyz.data());
+  out.insert(out.end(), data, data + xyz.size() * 4);
   write_file_atomic(path, out);
 }
 
