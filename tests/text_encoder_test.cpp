@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "common/atomic_file.h"
@@ -139,7 +140,13 @@ TEST(TextEncoder, RefusesOtherStagesAndDamagedSideFiles) {
 }
 
 // The ViT-L/14 text shape (123M weights, 12 layers) from synthetic weights in memory, one prompt.
+// Minutes on a shared 2-core lavapipe host (quantizing 123M weights, a 13 GFLOP f64 reference and
+// the same on the CPU adapter), so it runs when asked: EMBER_VITL14_CHECK=1.
 TEST(TextEncoderVitL14, MatchesReference) {
+  const char* on = std::getenv("EMBER_VITL14_CHECK");
+  if (!on || std::string(on) != "1")
+    GTEST_SKIP() << "ViT-L/14 shape skipped: set EMBER_VITL14_CHECK=1 to run it, e.g. EMBER_VITL14_CHECK=1 ember_tests "
+                    "--gtest_filter='TextEncoderVitL14.*'";
   const auto c = formats::clip_vit_l14_text_config();
   auto tensors = std::make_unique<trellis::MemoryTensors>(
       trellis::encode_stage_tensors(formats::synth_clip_text_weights(c, 2), formats::clip_text_tensor_shapes(c)));
