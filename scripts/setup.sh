@@ -16,7 +16,7 @@ fi
 # Debian packages: build tools and the libraries ember links.
 APT_PACKAGES=(cmake g++ pkg-config libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
               libssl-dev libpcre2-dev libcpp-httplib-dev libutf8proc-dev libvulkan1
-              python3-numpy python3-jinja2 nginx-light)
+              python3-numpy python3-jinja2 nginx-light libstb-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -134,6 +134,8 @@ void add_bench_command(CLI::App& app) {
   bench->require_subcommand(1);
   add_bench_gpu(*bench);
   add_bench_ss_flow(*bench);
+  add_bench_text_encoder(*bench);
+  add_bench_text_to_3d(*bench);
   add_bench_llm(*bench);
   add_bench_batch(*bench);
 }

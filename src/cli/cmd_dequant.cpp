@@ -1,6 +1,8 @@
 // `ember dequant --stage DIR --out CKPT.safetensors`: a stage pack's dequantized weights (f32)
-// under the upstream state-dict names, for comparison with PyTorch. `ember dequant --model DIR
+// under the upstream state-dict names, for comparison with PyTorch (the metadata's "config" holds
+// the model config: the text encoder's config.json, or the ss-flow config its shapes imply). `ember dequant --model DIR
 // --out DIR_HF`: an LLM pack's as a Hugging Face LFM2 checkpoint (formats/lfm2_export.h).
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -8,6 +10,7 @@
 #include "common/error.h"
 #include "formats/lfm2_export.h"
 #include "formats/safetensors.h"
+#include "formats/ss_decoder_config.h"
 #include "formats/ss_flow_config.h"
 #include "formats/trellis_pack.h"
 
@@ -27,10 +30,19 @@ void dequant_stage_pack(const std::filesystem::path& dir, const std::filesystem:
   std::map<std::string, std::string> meta{{"format", "pt"},
                                           {"stage", pack.manifest().stage},
                                           {"upstream_revision", pack.manifest().upstream_revision}};
-  try {
-    meta["config"] = formats::infer_ss_flow_config(shapes, dir.string()).to_json().dump();
-  } catch (const Error&) {
-    // not an ss-flow pack: the weights alone
+  const auto& files = pack.manifest().files;
+  if (std::any_of(files.begin(), files.end(), [](const formats::ShardInfo& f) { return f.file == "config.json"; })) {
+    meta["config"] = pack.side_file("config.json");  // the text encoder's CLIPTextConfig
+  } else {
+    try {
+      if (pack.manifest().stage == "sparseStructureDecoder") {
+        meta["config"] = formats::infer_ss_decoder_config(shapes, dir.string()).to_json().dump();
+      } else {
+        meta["config"] = formats::infer_ss_flow_config(shapes, dir.string()).to_json().dump();
+      }
+    } catch (const Error&) {
+      // a stage whose config ember cannot infer: the weights alone
+    }
   }
   formats::write_safetensors(out, tensors, meta);
   std::printf("wrote %s: %zu tensors (f32, dequantized from %s)\n", out.c_str(), tensors.size(), dir.c_str());

@@ -1,6 +1,7 @@
 // `ember ss-flow`: TRELLIS sparse-structure flow sampling from a text context to the 8x16^3
 // occupancy latent, with a progress bar; the latent (and with --dump-velocity every step's guided
-// velocity) is written atomically.
+// velocity) is written atomically. The context comes from .npy files (--cond, --neg-cond) or from
+// prompts run through the text encoder stage in the same process (--text-stage, --prompt).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "trellis/flow_sampler.h"
 #include "trellis/ss_flow.h"
 #include "trellis/tensor_files.h"
+#include "trellis/text_encoder.h"
 
 namespace ember::cli {
 namespace {
@@ -44,7 +46,7 @@ void add_ss_flow_command(CLI::App& app) {
   struct Opts {
     GpuOptions gpu;
     SsFlowSource source;
-    std::string cond, neg, out, noise, dump_velocity, interval = "0.5,1.0";
+    std::string cond, neg, out, noise, dump_velocity, interval = "0.5,1.0", text_stage, prompt, negative_prompt;
     trellis::SamplerOptions sampler;
     uint64_t seed = 0;
     int64_t samples = 0;  // 0: as many as the inputs hold
@@ -52,9 +54,17 @@ void add_ss_flow_command(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   o->gpu.add_to(*cmd);
   o->source.add_to(*cmd);
-  cmd->add_option("--cond", o->cond, "text context of the prompt, .npy [B, 77, 768] or [77, 768] (repeats over the batch), f32 or f16")
-      ->required();
-  cmd->add_option("--neg-cond", o->neg, "text context of the empty prompt, .npy [B, 77, 768] or [77, 768]")->required();
+  auto* cond = cmd->add_option("--cond", o->cond,
+                               "text context of the prompt, .npy [B, 77, 768] or [77, 768] (repeats over the batch), f32 or f16");
+  auto* neg = cmd->add_option("--neg-cond", o->neg, "text context of the empty prompt, .npy [B, 77, 768] or [77, 768]");
+  auto* text_stage = cmd->add_option("--text-stage", o->text_stage,
+                                     "the textEncoder stage: encode --prompt (and --negative-prompt) here instead of --cond/--neg-cond");
+  auto* prompt = cmd->add_option("--prompt", o->prompt, "with --text-stage: the prompt");
+  auto* negative = cmd->add_option("--negative-prompt", o->negative_prompt,
+                                   "with --text-stage: the unconditional prompt (default \"\", as TRELLIS)");
+  text_stage->excludes(cond)->excludes(neg);
+  prompt->needs(text_stage);
+  negative->needs(text_stage);
   cmd->add_option("--steps", o->sampler.steps, "Euler steps")->capture_default_str();
   cmd->add_option("--cfg", o->sampler.cfg_strength, "classifier-free guidance strength")->capture_default_str();
   cmd->add_option("--cfg-interval", o->interval, "guidance where LO <= t <= HI")->capture_default_str();
@@ -68,7 +78,10 @@ void add_ss_flow_command(CLI::App& app) {
                   "also write the velocity after guidance of every step, .npy [steps, B, 8, 16, 16, 16] f32");
   cmd->add_option("--out", o->out, "output latents .npy [B, 8, 16, 16, 16] f32 (the batch axis also for B = 1, as upstream's sample())")
       ->required();
-  cmd->callback([o] {
+  cmd->callback([o, prompt] {
+    if (o->text_stage.empty() && (o->cond.empty() || o->neg.empty()))
+      throw Error("give --cond and --neg-cond (.npy contexts), or --text-stage DIR with --prompt TEXT", "ember ss-flow");
+    if (!o->text_stage.empty() && prompt->count() == 0) throw Error("--text-stage needs --prompt TEXT", "ember ss-flow");
     parse_interval(o->interval, o->sampler);
     o->sampler.validate();
     const auto start = std::chrono::steady_clock::now();
@@ -78,10 +91,13 @@ void add_ss_flow_command(CLI::App& app) {
     const auto config = o->source.open("ember ss-flow");
     const int64_t R = config.resolution;
     // Inputs are checked before weights are made or the GPU is touched.
-    int64_t cond_b = 0, neg_b = 0, noise_b = 0;
-    auto cond = trellis::read_batch(o->cond, {kContextTokens, config.cond_channels}, "--cond", cond_b);
-    auto neg = trellis::read_batch(o->neg, {kContextTokens, config.cond_channels}, "--neg-cond", neg_b);
-    std::vector<float> noise;
+    // With --text-stage the encoder gives one context and one negative context for every latent.
+    int64_t cond_b = 1, neg_b = 1, noise_b = 0;
+    std::vector<float> cond, neg, noise;
+    if (o->text_stage.empty()) {
+      cond = trellis::read_batch(o->cond, {kContextTokens, config.cond_channels}, "--cond", cond_b);
+      neg = trellis::read_batch(o->neg, {kContextTokens, config.cond_channels}, "--neg-cond", neg_b);
+    }
     if (!o->noise.empty()) noise = trellis::read_batch(o->noise, {config.in_channels, R, R, R}, "--noise", noise_b);
     const int64_t B = noise_b ? noise_b : o->samples ? o->samples : std::max(cond_b, neg_b);
     if (noise_b && o->samples && o->samples != noise_b)
@@ -95,6 +111,24 @@ void add_ss_flow_command(CLI::App& app) {
     auto source = o->source.take_tensors();
     gpu::Device device = gpu::Device::open(o->gpu.device);
     gpu::KernelCache kernels(device);
+    if (!o->text_stage.empty()) {
+      trellis::TextEncoder encoder(kernels, o->text_stage);
+      if (encoder.context_length() != kContextTokens || encoder.width() != config.cond_channels)
+        throw Error("the text encoder makes [" + std::to_string(encoder.context_length()) + ", " + std::to_string(encoder.width()) +
+                        "] contexts, the ss-flow stage takes [" + std::to_string(kContextTokens) + ", " +
+                        std::to_string(config.cond_channels) + "]",
+                    "--text-stage " + o->text_stage, "use the text encoder of the same TRELLIS pipeline");
+      std::vector<bool> truncated;
+      auto ids = encoder.tokenize({o->prompt, o->negative_prompt}, &truncated);
+      for (size_t i = 0; i < 2; i++)
+        if (truncated[i])
+          std::fprintf(stderr, "ember: note: the %s is longer than %d tokens and was truncated to fit, as TRELLIS's tokenizer call does\n",
+                       i == 0 ? "prompt" : "negative prompt", encoder.context_length());
+      auto both = encoder.encode_ids(ids);
+      const size_t half = both.size() / 2;
+      cond.assign(both.begin(), both.begin() + std::ptrdiff_t(half));
+      neg.assign(both.begin() + std::ptrdiff_t(half), both.end());
+    }
     trellis::SsFlowModel model(kernels, *source, {});
     trellis::FlowSampler sampler(model);
     const double setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

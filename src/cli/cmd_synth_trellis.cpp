@@ -1,17 +1,78 @@
-// `ember synth trellis-ss-flow`: a random-weight SparseStructureFlowModel checkpoint with
-// upstream's state-dict names and shapes, so tests and demos go through the real packer.
+// `ember synth trellis-ss-flow | trellis-ss-decoder`: a random-weight SparseStructureFlowModel or
+// SparseStructureDecoder checkpoint with upstream's state-dict names and shapes, so tests and demos go through the real packer.
 #include <cstdio>
 #include <cstring>
 
 #include "cli/commands.h"
 #include "common/error.h"
 #include "formats/safetensors.h"
+#include "formats/ss_decoder_config.h"
 #include "formats/ss_flow_config.h"
 
 namespace ember::cli {
 
+namespace {
+
+// Writes random weights under upstream's names as .safetensors (F32, or F16 as the released fp16
+// checkpoints store them); returns the bytes written.
+size_t write_synth_checkpoint(const std::string& path, std::map<std::string, std::vector<float>>& weights,
+                              const std::map<std::string, std::vector<int64_t>>& shapes, bool f16,
+                              const std::map<std::string, std::string>& metadata) {
+  std::vector<formats::TensorToWrite> out;
+  size_t total = 0;
+  for (auto& [name, v] : weights) {
+    formats::TensorToWrite t{name, f16 ? formats::DType::F16 : formats::DType::F32, shapes.at(name), {}};
+    if (f16) {
+      t.bytes.resize(v.size() * 2);
+      for (size_t i = 0; i < v.size(); i++) {
+        uint16_t h = formats::f32_to_f16(v[i]);
+        std::memcpy(t.bytes.data() + 2 * i, &h, 2);
+      }
+    } else {
+      t.bytes.resize(v.size() * 4);
+      std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+    }
+    std::vector<float>().swap(v);
+    total += t.bytes.size();
+    out.push_back(std::move(t));
+  }
+  formats::write_safetensors(path, out, metadata);
+  return total;
+}
+
+void add_synth_ss_decoder(CLI::App* synth) {
+  auto* cmd = synth->add_subcommand("trellis-ss-decoder", "TRELLIS SparseStructureDecoder checkpoint (.safetensors)");
+  struct Args {
+    std::string config, out;
+    bool small = false, f16 = false;
+    uint64_t seed = 0;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--config", a->config, "upstream model config JSON (default: ss_dec_conv3d_16l8_fp16, channels [512, 128, 32])");
+  cmd->add_flag("--small", a->small, "small configuration for fast tests (channels [32, 16, 8], one res block per level)");
+  cmd->add_option("--seed", a->seed, "random seed")->required();
+  cmd->add_option("--out", a->out, "output CKPT.safetensors")->required();
+  cmd->add_flag("--f16", a->f16, "store tensors as F16 (as the released fp16 checkpoints) instead of F32");
+  cmd->callback([a] {
+    if (a->small && !a->config.empty()) throw Error("--small and --config exclude each other", "ember synth trellis-ss-decoder");
+    const formats::SsDecoderConfig c = a->small ? formats::ss_decoder_small_config()
+                                       : a->config.empty() ? formats::ss_decoder_released_config()
+                                                           : formats::read_ss_decoder_config(a->config);
+    auto weights = formats::synth_ss_decoder_weights(c, a->seed);
+    const size_t n = weights.size();
+    const size_t total = write_synth_checkpoint(a->out, weights, formats::ss_decoder_tensor_shapes(c), a->f16,
+                                                {{"format", "pt"}, {"config", c.to_json().dump()},
+                                                 {"ember_synth_seed", std::to_string(a->seed)}});
+    std::printf("wrote %s: %zu tensors, %.1f MiB, SparseStructureDecoder channels %s, seed %llu\n", a->out.c_str(), n,
+                total / 1048576.0, nlohmann::json(c.channels).dump().c_str(), static_cast<unsigned long long>(a->seed));
+  });
+}
+
+}  // namespace
+
 void add_synth_trellis_command(CLI::App& app) {
   CLI::App* synth = subcommand_group(app, "synth", "write random-weight checkpoints in upstream formats");
+  add_synth_ss_decoder(synth);
   auto* cmd = synth->add_subcommand("trellis-ss-flow", "TRELLIS SparseStructureFlowModel checkpoint (.safetensors)");
   struct Args {
     std::string config, out;
@@ -29,30 +90,13 @@ void add_synth_trellis_command(CLI::App& app) {
     formats::SsFlowConfig c = a->tiny ? formats::ss_flow_tiny_config()
                               : a->config.empty() ? formats::ss_flow_text_base_config()
                                                   : formats::read_ss_flow_config(a->config);
-    auto shapes = formats::ss_flow_tensor_shapes(c);
     auto weights = formats::synth_ss_flow_weights(c, a->seed);
-    std::vector<formats::TensorToWrite> out;
-    size_t total = 0;
-    for (auto& [name, v] : weights) {
-      formats::TensorToWrite t{name, a->f16 ? formats::DType::F16 : formats::DType::F32, shapes.at(name), {}};
-      if (a->f16) {
-        t.bytes.resize(v.size() * 2);
-        for (size_t i = 0; i < v.size(); i++) {
-          uint16_t h = formats::f32_to_f16(v[i]);
-          std::memcpy(t.bytes.data() + 2 * i, &h, 2);
-        }
-      } else {
-        t.bytes.resize(v.size() * 4);
-        std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
-      }
-      std::vector<float>().swap(v);
-      total += t.bytes.size();
-      out.push_back(std::move(t));
-    }
-    formats::write_safetensors(a->out, out, {{"format", "pt"}, {"config", c.to_json().dump()},
-                                             {"ember_synth_seed", std::to_string(a->seed)}});
+    const size_t n = weights.size();
+    const size_t total = write_synth_checkpoint(a->out, weights, formats::ss_flow_tensor_shapes(c), a->f16,
+                                                {{"format", "pt"}, {"config", c.to_json().dump()},
+                                                 {"ember_synth_seed", std::to_string(a->seed)}});
     std::printf("wrote %s: %zu tensors, %.1f MiB, SparseStructureFlowModel %lld ch, %lld blocks, resolution %lld, seed %llu\n",
-                a->out.c_str(), out.size(), total / 1048576.0, static_cast<long long>(c.model_channels),
+                a->out.c_str(), n, total / 1048576.0, static_cast<long long>(c.model_channels),
                 static_cast<long long>(c.num_blocks), static_cast<long long>(c.resolution),
                 static_cast<unsigned long long>(a->seed));
   });

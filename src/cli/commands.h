@@ -28,6 +28,9 @@ CLI::App* subcommand_group(CLI::App& app, const std::string& name, const std::st
 // TRELLIS stage packs (cmd_synth_trellis.cpp, cmd_pack_trellis.cpp, cmd_dequant.cpp,
 // inspect_stage.cpp).
 void add_synth_trellis_command(CLI::App& app);  // ember synth trellis-ss-flow
+void add_synth_clip_text_command(CLI::App& app);  // ember synth clip-text
+void add_encode_text_command(CLI::App& app);      // ember encode-text (the CLIP text encoder stage)
+void add_bench_text_encoder(CLI::App& bench);     // under `ember bench`
 void add_pack_trellis_command(CLI::App& app);   // ember pack trellis
 void add_dequant_command(CLI::App& app);        // ember dequant --stage DIR | --model DIR --out ...
 void dequant_stage_pack(const std::filesystem::path& dir, const std::filesystem::path& out);
@@ -41,6 +44,10 @@ void add_chat_command(CLI::App& app);      // ember chat
 void add_detokenize_command(CLI::App& app);
 void add_chat_template_command(CLI::App& app);  // ember chat-template
 void add_serve_command(CLI::App& app);    // ember serve (OpenAI-compatible HTTP server)
+void add_ss_decode_command(CLI::App& app);  // ember ss-decode (sparse-structure decoder)
+void add_text_to_3d_command(CLI::App& app);  // ember text-to-3d (prompt -> GLB / PLY / PNG)
+void add_synth_pipeline_command(CLI::App& app);  // ember synth trellis-pipeline
+void add_bench_text_to_3d(CLI::App& bench);  // under `ember bench`
 
 // Options every GPU-using command shares: --device, --gpu-fast, --profile.
 struct GpuOptions {

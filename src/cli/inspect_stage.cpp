@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
+#include "formats/ss_decoder_config.h"
 #include "formats/ss_flow_config.h"
 #include "formats/trellis_pack.h"
 
@@ -48,7 +49,8 @@ bool inspect_stage_pack(const std::filesystem::path& dir, bool as_json) {
   nlohmann::json config;
   std::string config_note;
   try {
-    config = formats::infer_ss_flow_config(shapes, dir.string()).to_json();
+    config = m.stage == "sparseStructureDecoder" ? formats::infer_ss_decoder_config(shapes, dir.string()).to_json()
+                                                 : formats::infer_ss_flow_config(shapes, dir.string()).to_json();
   } catch (const Error& e) {
     config_note = e.what();
   }

@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   ember::cli::add_synth_lfm2_command(app);
   ember::cli::add_inspect_command(app);
   ember::cli::add_synth_trellis_command(app);
+  ember::cli::add_synth_clip_text_command(app);
+  ember::cli::add_encode_text_command(app);
   ember::cli::add_pack_trellis_command(app);
   ember::cli::add_dequant_command(app);
   ember::cli::add_generate_command(app);
@@ -26,6 +28,9 @@ int main(int argc, char** argv) {
   ember::cli::add_ss_flow_command(app);
   ember::cli::add_ss_flow_forward_command(app);
   ember::cli::add_serve_command(app);
+  ember::cli::add_ss_decode_command(app);
+  ember::cli::add_text_to_3d_command(app);
+  ember::cli::add_synth_pipeline_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

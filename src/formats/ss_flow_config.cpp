@@ -1,10 +1,10 @@
 #include "formats/ss_flow_config.h"
 
 #include <cmath>
-#include <random>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "formats/synth_random.h"
 
 namespace ember::formats {
 using nlohmann::json;
@@ -34,20 +34,7 @@ const std::vector<int64_t>& need(const std::map<std::string, std::vector<int64_t
   return it->second;
 }
 
-// Box-Muller over mt19937_64 words: the same numbers on every platform (std::normal_distribution
-// is implementation-defined).
-class Gaussian {
- public:
-  explicit Gaussian(uint64_t seed) : rng_(seed) {}
-  float operator()(float mean, float stddev) {
-    double u1 = (static_cast<double>(rng_() >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
-    double u2 = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
-    return static_cast<float>(mean + stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
-  }
-
- private:
-  std::mt19937_64 rng_;
-};
+using Gaussian = SynthGaussian;
 
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;

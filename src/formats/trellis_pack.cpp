@@ -268,6 +268,25 @@ StageManifest parse_stage_manifest(const std::string& text, const std::string& f
       m.shards.push_back(info);
     }
   }
+  if (m.raw.contains("files")) {
+    if (!m.raw["files"].is_array()) {
+      problems.push_back({file, "files", std::nullopt, "wrong type", "a list of files", m.raw["files"].dump()});
+    } else {
+      for (size_t i = 0; i < m.raw["files"].size(); i++) {
+        const json& s = m.raw["files"][i];
+        std::string field = "files[" + std::to_string(i) + "]";
+        ShardInfo info;
+        if (!s.is_object()) {
+          problems.push_back({file, field, std::nullopt, "wrong type", "an object", s.dump()});
+        } else {
+          info.file = f.str(s, "file", field + ".file").value_or("");
+          info.bytes = f.uint(s, "bytes", field + ".bytes").value_or(0);
+          info.sha256 = f.str(s, "sha256", field + ".sha256").value_or("");
+        }
+        m.files.push_back(info);
+      }
+    }
+  }
   if (const json* ts = f.object(m.raw, "tensors", "tensors"))
     for (const auto& [name, v] : ts->items()) m.tensors[name] = parse_tensor(name, v, f, file, problems);
   return m;
@@ -281,18 +300,23 @@ std::vector<PackProblem> validate_stage_manifest(const StageManifest& m, const s
   if (m.version != kStagePackVersion)
     problems.push_back({file, "version", std::nullopt, "unsupported version", std::to_string(kStagePackVersion),
                         std::to_string(m.version)});
-  for (size_t i = 0; i < m.shards.size(); i++) {
-    const ShardInfo& s = m.shards[i];
-    std::string field = "shards[" + std::to_string(i) + "]";
+  for (size_t i = 0; i < m.shards.size() + m.files.size(); i++) {
+    const bool side = i >= m.shards.size();
+    const ShardInfo& s = side ? m.files[i - m.shards.size()] : m.shards[i];
+    std::string field = side ? "files[" + std::to_string(i - m.shards.size()) + "]" : "shards[" + std::to_string(i) + "]";
     if (s.file.empty() || s.file.find('/') != std::string::npos || s.file == "." || s.file == "..")
       problems.push_back({file, field + ".file", std::nullopt, "bad shard file name", "a plain file name", "\"" + s.file + "\""});
     bool hex = s.sha256.size() == 64 && std::all_of(s.sha256.begin(), s.sha256.end(), [](char c) {
                  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
                });
     if (!hex) problems.push_back({file, field + ".sha256", std::nullopt, "not a sha256 digest", "64 lowercase hex digits", "\"" + s.sha256 + "\""});
-    for (size_t j = 0; j < i; j++)
-      if (m.shards[j].file == s.file && !s.file.empty())
-        problems.push_back({file, field + ".file", std::nullopt, "shard listed twice", "a unique file", s.file});
+    for (size_t j = 0; j < i; j++) {
+      const ShardInfo& o = j < m.shards.size() ? m.shards[j] : m.files[j - m.shards.size()];
+      if (o.file == s.file && !s.file.empty())
+        problems.push_back({file, field + ".file", std::nullopt, "file listed twice", "a unique file", s.file});
+    }
+    if (s.file == kStageManifestFile)
+      problems.push_back({file, field + ".file", std::nullopt, "names the manifest itself", "another file", s.file});
   }
   if (m.tensors.empty()) problems.push_back({file, "tensors", std::nullopt, "no tensors", "at least one", "none"});
   std::vector<std::vector<Range>> by_shard(m.shards.size());
@@ -333,6 +357,16 @@ std::string stage_manifest_json(const StageManifest& m) {
     sj["bytes"] = s.bytes;
     sj["sha256"] = s.sha256;
     j["shards"].push_back(sj);
+  }
+  if (!m.files.empty()) {
+    j["files"] = nlohmann::ordered_json::array();
+    for (const auto& s : m.files) {
+      nlohmann::ordered_json sj;
+      sj["file"] = s.file;
+      sj["bytes"] = s.bytes;
+      sj["sha256"] = s.sha256;
+      j["files"].push_back(sj);
+    }
   }
   auto ref = [](const StageTensorRef& r) {
     nlohmann::ordered_json rj;
@@ -419,7 +453,35 @@ StagePack StagePack::load(const fs::path& dir, bool verify_sha256, std::vector<P
     }
     p.shards_.push_back(std::move(mapped));
   }
+  for (const auto& s : p.manifest_.files) {
+    fs::path sp = dir / s.file;
+    std::error_code ec;
+    if (s.file.empty() || !fs::is_regular_file(sp, ec)) {
+      problems.push_back({sp.string(), "", std::nullopt, "missing file of the stage", "a file of " + std::to_string(s.bytes) + " bytes", "nothing"});
+      continue;
+    }
+    std::string text = read_file(sp);
+    if (text.size() != s.bytes) {
+      problems.push_back({sp.string(), "", std::nullopt, "file size differs from the manifest", std::to_string(s.bytes) + " bytes",
+                          std::to_string(text.size()) + " bytes"});
+      continue;
+    }
+    if (verify_sha256) {
+      std::string digest = sha256_hex({reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+      if (digest != s.sha256)
+        problems.push_back({sp.string(), "sha256", std::nullopt, "sha256 mismatch (the file was changed or is from another pack)", s.sha256, digest});
+    }
+    p.side_files_[s.file] = std::move(text);
+  }
   return p;
+}
+
+std::string StagePack::side_file(const std::string& name) const {
+  auto it = side_files_.find(name);
+  if (it == side_files_.end())
+    throw Error("the stage pack has no file '" + name + "'", (dir_ / kStageManifestFile).string(),
+                "re-pack the stage with a current `ember pack trellis`");
+  return it->second;
 }
 
 const StageTensor& StagePack::tensor(const std::string& name) const {

@@ -60,6 +60,9 @@ struct StageManifest {
   std::string schema, stage, upstream_revision;
   int version = 0;
   std::vector<ShardInfo> shards;
+  // Side files of the stage besides its tensors (textEncoder: tokenizer.json, config.json), each
+  // sha256-checked like a shard; the key "files" is absent from packs without any (seed 004).
+  std::vector<ShardInfo> files;
   std::map<std::string, StageTensor> tensors;
   nlohmann::json raw;  // the whole manifest as read (unknown keys kept)
   // The seed has no config fields: stage hyper-parameters follow from the tensor shapes
@@ -119,6 +122,9 @@ class StagePack {
   // Row-major [rows][columns] f32 with padding dropped for quantized tensors; raw f16 -> f32
   // in its shape.
   std::vector<float> dequantize(const std::string& name) const;
+  // A side file's contents (listed in the manifest's "files", checked when the pack was opened);
+  // ember::Error naming the pack when it lists no such file.
+  std::string side_file(const std::string& name) const;
 
  private:
   friend StagePackCheck check_stage_pack(const std::filesystem::path&, bool);
@@ -126,6 +132,7 @@ class StagePack {
   std::filesystem::path dir_;
   StageManifest manifest_;
   std::vector<std::shared_ptr<const uint8_t>> shards_;  // mapped shard files (munmap on release)
+  std::map<std::string, std::string> side_files_;        // "files", as read and checked
 };
 
 }  // namespace ember::formats

@@ -29,7 +29,9 @@ std::string shard_name(size_t i) {
 }  // namespace
 
 bool stage_tensor_is_quantized(const std::string& name, const std::vector<int64_t>& shape) {
-  return shape.size() == 2 && (ends_with(name, ".weight") || name == "pos_emb");
+  // Rank 2 (Linear) as in seed 004; a higher rank (Conv3d [out, in, k, k, k]) is the matrix
+  // [out][in * k^3] in PyTorch's own flattening, the form a convolution's implicit GEMM reads.
+  return (shape.size() == 2 && name == "pos_emb") || (shape.size() >= 2 && ends_with(name, ".weight"));
 }
 
 StageManifest plan_stage_pack(const std::map<std::string, std::vector<int64_t>>& shapes, const StagePackOptions& o) {
@@ -54,7 +56,7 @@ StageManifest plan_stage_pack(const std::map<std::string, std::vector<int64_t>>&
       t.group_size = o.group_size;
       t.output_tile = o.output_tile;
       t.rows = shape[0];
-      t.columns = shape[1];
+      t.columns = t.rows ? t.numel() / t.rows : 0;
       Int8TileLayout L = t.layout();
       t.padded_rows = L.padded_rows();
       t.padded_columns = L.padded_columns();
@@ -142,6 +144,12 @@ std::vector<TensorPackReport> write_stage_pack(const fs::path& dir, const std::m
       reports.push_back(r);
     }
     flush();
+    for (const auto& [file, text] : o.side_files) {
+      if (file.empty() || file.find('/') != std::string::npos || file == kStageManifestFile || file.rfind("stage-", 0) == 0)
+        throw Error("bad side file name '" + file + "'", "write_stage_pack");
+      write_file_atomic(tmp / file, text);
+      m.files.push_back({file, text.size(), sha256_hex({reinterpret_cast<const uint8_t*>(text.data()), text.size()})});
+    }
     write_file_atomic(tmp / kStageManifestFile, stage_manifest_json(m));
   });
   return reports;

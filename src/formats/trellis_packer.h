@@ -7,7 +7,8 @@
 //     shard_limit (64 MiB); a tensor larger than the limit gets a shard of its own;
 //   - a shard's size is its cursor after the last tensor rounded up to 256 (seed: 67094016,
 //     67084800, 30948096 bytes);
-//   - rank-2 `*.weight` tensors and `pos_emb` are symmetric-quantized int8 (group 64, tile 16);
+//   - `*.weight` tensors of rank 2 or more and `pos_emb` are symmetric-quantized int8 (group 64,
+//     tile 16), a rank-5 Conv3d weight [out, in, k, k, k] as the matrix [out][in * k^3];
 //     everything else (biases, norm weights, q/k gammas) is raw f16.
 #pragma once
 
@@ -29,6 +30,9 @@ struct StagePackOptions {
   uint32_t group_size = 64, output_tile = 16;
   // Called before each tensor is encoded: (index, count, name).
   std::function<void(size_t, size_t, const std::string&)> progress;
+  // Side files written into the stage beside the shards and listed in the manifest's "files"
+  // (name -> contents), e.g. the text encoder's tokenizer.json.
+  std::map<std::string, std::string> side_files;
 };
 
 // Whether the packer quantizes a tensor of this name and shape.

@@ -1,4 +1,5 @@
-// In-place elementwise activation: y[i] = f(y[i]) for i < n. SILU or GELU (tanh approximation).
+// In-place elementwise activation: y[i] = f(y[i]) for i < n. SILU, QUICK_GELU or GELU (tanh
+// approximation).
 // VEC4: n is a multiple of 4 and each invocation takes 4 (fewer, wider memory transactions).
 struct Params {
   n: u32,
@@ -19,7 +20,11 @@ fn act(x: f32) -> f32 {
 #if SILU
   return silu(x);
 #else
+#if QUICK_GELU
+  return quick_gelu(x);
+#else
   return gelu_tanh(x);
+#endif
 #endif
 }
 

@@ -10,3 +10,8 @@ fn gelu_tanh(x: f32) -> f32 {
 fn silu(x: f32) -> f32 {
   return x / (1.0 + exp(-x));
 }
+
+// OpenAI CLIP's activation, x * sigmoid(1.702 x).
+fn quick_gelu(x: f32) -> f32 {
+  return x / (1.0 + exp(-1.702 * x));
+}

@@ -130,6 +130,12 @@ Dispatch attention_dispatch(gpu::KernelCache& kernels, const FlashAttentionArgs&
       break;
     }
   }
+  if (a.causal) {
+    if (a.variant != FlashVariant::Plain)
+      throw Error("the causal mask is implemented by the plain flash attention only", where, "use FlashVariant::Plain");
+    if (a.nq != a.nk) throw Error("causal attention needs as many queries as keys", where);
+    key.defines.insert("CAUSAL");
+  }
   if (a.head_dim != 64 && !(a.variant == FlashVariant::Tiled && a.head_dim == 32))
     throw Error("head size " + std::to_string(a.head_dim) + " is not supported by this variant", where,
                 "head size 64; the tiled variant also takes 32");

@@ -52,6 +52,9 @@ struct FlashAttentionArgs {
   const gpu::Buffer* partials = nullptr;
   // oct, being measured: rescale only when a max grows by > 2^8; each key's exponentials consumed as made.
   bool lazy_rescale = false, fused_pv = false;
+  // Query i sees keys 0..i only (a decoder's or CLIP's text model's causal mask; needs nq == nk).
+  // The plain variant implements it.
+  bool causal = false;
 };
 
 // Whether the quad and oct variants' tile prefetch can split a K/V tile evenly over the workgroup (at

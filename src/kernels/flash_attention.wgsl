@@ -1,7 +1,8 @@
 // Multi-head attention with head size 64, softmax(scale * q k^T) v, as flash attention: each
 // thread owns one query (q and its output accumulator in registers), the workgroup streams BK keys
 // and values at a time through workgroup memory and keeps an online softmax, so the nq x nk scores
-// never exist. No mask. Dispatch (ceil(nq / BQ), heads, batch).
+// never exist. No mask, or with CAUSAL query i sees keys 0..i (nq == nk). Dispatch (ceil(nq / BQ),
+// heads, batch).
 // Layout (floats; strides and offsets multiples of 4): query i of batch b, head h at
 //   q[(b*nq + i) * q_stride + q_offset + 64h], key j at kv[(b*nk + j) * kv_stride + k_offset + 64h],
 //   value j at kv[... + v_offset + 64h]; output o[(b*nq + i) * o_stride + 64h].
@@ -53,7 +54,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         let j = 4u * j4 + c;
         var dv = vec4<f32>(0.0);
         for (var d = 0u; d < 16u; d++) { dv = fma(qr[d], ktile[j * 16u + d], dv); }
+#if CAUSAL
+        // Key 0 is always seen, so a query's first tile is never fully masked and m stays finite.
+        sv[c] = select(dv.x + dv.y + dv.z + dv.w, NEG_BIG, k0 + j >= p.nk || k0 + j > i);
+#else
         sv[c] = select(dv.x + dv.y + dv.z + dv.w, NEG_BIG, k0 + j >= p.nk);
+#endif
       }
       s[j4] = sv;
       tile_max = max(tile_max, max(max(sv.x, sv.y), max(sv.z, sv.w)));

@@ -4,7 +4,7 @@ namespace ember::kernels {
 
 Dispatch activation(gpu::KernelCache& kernels, Activation f, const gpu::Buffer& y, uint32_t n, const std::string& region) {
   gpu::KernelKey key{.file = "activation.wgsl", .constants = {{"WG", 256}}};
-  key.defines.insert(f == Activation::Silu ? "SILU" : "GELU");
+  key.defines.insert(f == Activation::Silu ? "SILU" : f == Activation::QuickGelu ? "QUICK_GELU" : "GELU");
   const bool vec4 = n % 4 == 0;
   if (vec4) key.defines.insert("VEC4");
   Dispatch d;

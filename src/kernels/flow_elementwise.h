@@ -6,7 +6,7 @@
 
 namespace ember::kernels {
 
-enum class Activation { Silu, GeluTanh };
+enum class Activation { Silu, GeluTanh, QuickGelu };
 
 Dispatch activation(gpu::KernelCache& kernels, Activation f, const gpu::Buffer& y, uint32_t n,
                     const std::string& region = "");

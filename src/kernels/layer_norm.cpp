@@ -22,6 +22,7 @@ Dispatch layer_norm(gpu::KernelCache& kernels, const LayerNormArgs& a, const std
   if (a.weight) key.defines.insert("AFFINE");
   if (a.mods) key.defines.insert("MODULATE");
   if (a.subgroups) key.defines.insert("SUBGROUPS");
+  if (a.silu) key.defines.insert("SILU");
   const bool row_lanes = a.subgroups && a.row_lanes && a.channels % 32 == 0 && a.channels <= 32 * 32 &&
                          kernels.device().subgroup_size() >= 8 && a.workgroup >= 8 &&
                          (!a.mods || (a.mod_stride % 4 == 0 && a.shift_offset % 4 == 0 && a.scale_offset % 4 == 0));

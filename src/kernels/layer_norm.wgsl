@@ -4,6 +4,7 @@ enable subgroups;
 // LayerNorm over each row of `channels` (one workgroup per row), optionally with affine weight and
 // bias (f16) and adaLN modulation from an f32 [batch][mod_stride] buffer:
 //   y = n(x) * (1 + mod[b][scale_offset + c]) + mod[b][shift_offset + c],  b = row / tokens_per_batch
+// SILU: y = silu(y) last (the ChannelLayerNorm + SiLU pairs of the sparse-structure decoder).
 // ROW_LANES (with SUBGROUPS): 8 adjacent lanes per row instead, the row in their registers (VPL vec4
 // each, channels = 32 VPL), sums by shuffles: x read once, no barriers.
 struct Params {
@@ -84,6 +85,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     n = n * (1.0 + vec4<f32>(mods[sc], mods[sc + 1u], mods[sc + 2u], mods[sc + 3u])) +
         vec4<f32>(mods[sh], mods[sh + 1u], mods[sh + 2u], mods[sh + 3u]);
 #endif
+#if SILU
+    n = n / (1.0 + exp(-n));
+#endif
     y[base + 8u * i] = n;
   }
 }
@@ -120,6 +124,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 #endif
 #if MODULATE
     n = n * (1.0 + mods[mb + p.scale_offset + c]) + mods[mb + p.shift_offset + c];
+#endif
+#if SILU
+    n = n / (1.0 + exp(-n));
 #endif
     y[base + c] = n;
   }

@@ -207,7 +207,8 @@ std::optional<Tokenizer::Offsets> Tokenizer::offsets(std::string_view text, cons
   return out;
 }
 
-std::vector<uint32_t> Tokenizer::encode_padded(std::string_view text, size_t length, std::optional<uint32_t> pad_id) const {
+std::vector<uint32_t> Tokenizer::encode_padded(std::string_view text, size_t length, std::optional<uint32_t> pad_id,
+                                               bool* truncated) const {
   if (!pad_id) pad_id = impl_->padding_id;
   if (!pad_id && !impl_->suffix.empty()) pad_id = impl_->suffix.back();
   if (!pad_id)
@@ -216,6 +217,7 @@ std::vector<uint32_t> Tokenizer::encode_padded(std::string_view text, size_t len
   if (length < specials)
     throw Error("length " + std::to_string(length) + " leaves no room for the " + std::to_string(specials) + " special tokens", impl_->origin);
   std::vector<uint32_t> body = encode(text, false);
+  if (truncated) *truncated = body.size() > length - specials;
   if (body.size() > length - specials) body.resize(length - specials);
   std::vector<uint32_t> ids = impl_->prefix;
   ids.insert(ids.end(), body.begin(), body.end());

@@ -45,8 +45,9 @@ class Tokenizer {
   // truncation + max_length padding give them (CLIP's text encoder: 77): the text's ids are cut
   // so that the specials still fit, then `pad_id` fills the rest. Without `pad_id`: the file's
   // "padding.pad_id", else the last special token the post-processor appends (CLIP:
-  // <|endoftext|>), else an ember::Error.
-  std::vector<uint32_t> encode_padded(std::string_view text, size_t length, std::optional<uint32_t> pad_id = std::nullopt) const;
+  // <|endoftext|>), else an ember::Error. `truncated`, when given, tells whether ids were cut.
+  std::vector<uint32_t> encode_padded(std::string_view text, size_t length, std::optional<uint32_t> pad_id = std::nullopt,
+                                      bool* truncated = nullptr) const;
 
   // Invalid UTF-8 in the result is replaced by U+FFFD. Ids outside the vocabulary throw.
   std::string decode(const std::vector<uint32_t>& ids, bool skip_special_tokens = false) const;
