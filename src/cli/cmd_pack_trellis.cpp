@@ -15,7 +15,7 @@ void add_pack_trellis_command(CLI::App& app) {
   auto* cmd = pack->add_subcommand("trellis", "TRELLIS checkpoint (.safetensors) -> stage pack (manifest.json + shards)");
   struct Args {
     std::string stage, from, config, out, revision;
-    bool quiet = false;
+    bool quiet = false, force = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--stage", a->stage, "which stage: ss-flow")->required();
@@ -24,9 +24,16 @@ void add_pack_trellis_command(CLI::App& app) {
   cmd->add_option("--out", a->out, "output stage directory")->required();
   cmd->add_option("--upstream-revision", a->revision, "upstream revision recorded in the manifest");
   cmd->add_flag("--quiet", a->quiet, "no progress and no per-tensor table");
+  cmd->add_flag("--force", a->force, "replace --out if it holds a previous stage pack (nothing else is ever replaced)");
   cmd->callback([a] {
     if (a->stage != "ss-flow")
       throw Error("unknown stage '" + a->stage + "'", "--stage", "ember packs --stage ss-flow (sparse-structure flow)");
+    OutputTarget out(a->out);
+    out.kind = formats::stage_pack_output();
+    out.force = a->force;
+    out.inputs = {{"--from", a->from}};
+    if (!a->config.empty()) out.inputs.emplace_back("--config", a->config);
+    check_output(out);
     auto ckpt = formats::SafetensorsFile::open(a->from);
     std::map<std::string, std::vector<int64_t>> found;
     for (const auto& [name, t] : ckpt.tensors()) found[name] = t.shape;
@@ -58,7 +65,7 @@ void add_pack_trellis_command(CLI::App& app) {
         std::fprintf(stderr, "\r[%3zu/%zu] %-48s", i + 1, n, name.c_str());
         if (i + 1 == n) std::fprintf(stderr, "\n");
       };
-    auto reports = formats::write_stage_pack(a->out, shapes, [&](const std::string& n) { return ckpt.to_f32(n); }, o);
+    auto reports = formats::write_stage_pack(out, shapes, [&](const std::string& n) { return ckpt.to_f32(n); }, o);
     double worst = 0, sum = 0;
     size_t nq = 0;
     std::string worst_name;

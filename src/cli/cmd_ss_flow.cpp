@@ -43,7 +43,7 @@ void add_ss_flow_command(CLI::App& app) {
     SsFlowSource source;
     std::string cond, neg, out, noise, dump_velocity, interval = "0.5,1.0";
     trellis::SamplerOptions sampler;
-    uint64_t seed = 0;
+    int64_t seed = 0;
   };
   auto o = std::make_shared<Opts>();
   o->gpu.add_to(*cmd);
@@ -54,7 +54,7 @@ void add_ss_flow_command(CLI::App& app) {
   cmd->add_option("--cfg", o->sampler.cfg_strength, "classifier-free guidance strength")->capture_default_str();
   cmd->add_option("--cfg-interval", o->interval, "guidance where LO <= t <= HI")->capture_default_str();
   cmd->add_option("--rescale-t", o->sampler.rescale_t, "time rescaling r: t' = r t / (1 + (r-1) t)")->capture_default_str();
-  cmd->add_option("--seed", o->seed, "noise seed")->capture_default_str();
+  add_seed_option(*cmd, o->seed, "noise seed")->capture_default_str();
   cmd->add_option("--noise", o->noise, "start from this noise (.npy [8, 16, 16, 16] f32 or f16) instead of the seeded one");
   cmd->add_option("--dump-velocity", o->dump_velocity,
                   "also write the velocity after guidance of every step, .npy [steps, 8, 16, 16, 16] f32");
@@ -70,7 +70,7 @@ void add_ss_flow_command(CLI::App& app) {
     auto cond = trellis::read_context(o->cond, kContextTokens, config.cond_channels, "--cond");
     auto neg = trellis::read_context(o->neg, kContextTokens, config.cond_channels, "--neg-cond");
     const size_t n = size_t(config.in_channels * config.tokens());
-    auto noise = o->noise.empty() ? trellis::gaussian_noise(o->seed, n)
+    auto noise = o->noise.empty() ? trellis::gaussian_noise(resolve_seed(o->seed, "ember ss-flow"), n)
                                   : trellis::read_latent(o->noise, config.in_channels, config.resolution, "--noise");
     auto source = o->source.take_tensors();
     gpu::Device device = gpu::Device::open(o->gpu.device);
@@ -90,11 +90,12 @@ void add_ss_flow_command(CLI::App& app) {
         nullptr, o->dump_velocity.empty() ? nullptr : &velocities);
     const int64_t R = config.resolution;
     const std::vector<int64_t> shape{config.out_channels, R, R, R};
-    formats::write_npy_f32(o->out, shape, latent);
+    write_output_file(formats::npy_output(o->out, "--out"), [&](const std::filesystem::path& tmp) { formats::write_npy_f32(tmp, shape, latent); });
     if (!o->dump_velocity.empty()) {
       std::vector<int64_t> vshape = shape;
       vshape.insert(vshape.begin(), o->sampler.steps);
-      formats::write_npy_f32(o->dump_velocity, vshape, velocities);
+      write_output_file(formats::npy_output(o->dump_velocity, "--dump-velocity"),
+                        [&](const std::filesystem::path& tmp) { formats::write_npy_f32(tmp, vshape, velocities); });
     }
     std::fprintf(stderr, "ss-flow: %d steps in %.3f s (%.1f ms per step; setup %.2f s incl. first-use shader compilation), wrote %s%s%s\n",
                  o->sampler.steps, steps_s, 1e3 * steps_s / o->sampler.steps, setup_s, o->out.c_str(),

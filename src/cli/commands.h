@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/output_guard.h"
 #include "gpu/device.h"
 
 namespace ember::cli {
@@ -30,7 +31,7 @@ CLI::App* subcommand_group(CLI::App& app, const std::string& name, const std::st
 void add_synth_trellis_command(CLI::App& app);  // ember synth trellis-ss-flow
 void add_pack_trellis_command(CLI::App& app);   // ember pack trellis
 void add_dequant_command(CLI::App& app);        // ember dequant --stage DIR | --model DIR --out ...
-void dequant_stage_pack(const std::filesystem::path& dir, const std::filesystem::path& out);
+void dequant_stage_pack(const std::filesystem::path& dir, const OutputTarget& out);
 // The stage half of `ember inspect DIR` (DIR holds manifest.json): tensor table, bytes by
 // kind, quantization, validation verdict; JSON with `json`. Returns false when the pack is invalid.
 bool inspect_stage_pack(const std::filesystem::path& dir, bool json);
@@ -41,6 +42,11 @@ void add_chat_command(CLI::App& app);      // ember chat
 void add_detokenize_command(CLI::App& app);
 void add_chat_template_command(CLI::App& app);  // ember chat-template
 void add_serve_command(CLI::App& app);    // ember serve (OpenAI-compatible HTTP server)
+
+// `--seed` (seed_option.cpp): any value >= 0, or -1 for a random seed that resolve_seed draws
+// and prints on stderr ("COMMAND: seed N") so the run can be repeated.
+CLI::Option* add_seed_option(CLI::App& cmd, int64_t& seed, const std::string& description);
+uint64_t resolve_seed(int64_t seed, const std::string& command);
 
 // Options every GPU-using command shares: --device, --gpu-fast, --profile.
 struct GpuOptions {
