@@ -36,7 +36,12 @@ struct TempRoot {
 
 void write_text(const fs::path& p, const std::string& s) { std::ofstream(p) << s; }
 
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+std::string q(const fs::path& p) {
+  std::string s = "'";
+  s += p.string();
+  s += "'";
+  return s;
+}
 
 // A tiny HF checkpoint once per process (the input of the pack runs below).
 const fs::path& tiny_hf() {
@@ -111,6 +116,7 @@ TEST(OutputGuard, RefusesANonEmptyFolderWithOrWithoutForce) {
 
 TEST(OutputGuard, RefusesAFolderContainingFromAndFromItself) {
   TempRoot t("contains");
+  fs::create_directories(t.dir / "models");
   fs::copy(tiny_hf(), t.dir / "models" / "hf", fs::copy_options::recursive);
   const auto before = listing(t.dir);
   auto r = test::run_ember("pack lfm2 --from " + q(t.dir / "models" / "hf") + " --out " + q(t.dir / "models"));

@@ -33,7 +33,12 @@ struct TempRoot {
   ~TempRoot() { fs::remove_all(dir); }
 };
 
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+std::string q(const fs::path& p) {
+  std::string s = "'";
+  s += p.string();
+  s += "'";
+  return s;
+}
 
 // Overwrites 4 bytes of `file` at `offset` with `value`.
 void poke_f32(const fs::path& file, uint64_t offset, float value) {
