@@ -46,6 +46,7 @@ struct HttpListener::Connection {
   Phase phase = Phase::Idle;
   Clock::time_point deadline;
   bool continue_sent = false, close = false, eof = false;
+  bool counted = true;  // in per_client_ (a refused connection is not)
 };
 
 struct HttpListener::Task {
@@ -219,7 +220,7 @@ void HttpListener::worker_loop() {
 void HttpListener::close_connection(std::unique_ptr<Connection>& c) {
   if (!c) return;
   ::close(c->fd);
-  auto it = per_client_.find(c->peer);
+  auto it = c->counted ? per_client_.find(c->peer) : per_client_.end();
   if (it != per_client_.end() && --it->second == 0) per_client_.erase(it);
   open_--;
   c.reset();
@@ -238,13 +239,14 @@ void HttpListener::accept_all() {
     if (full || greedy) {
       // Answered, not dropped: the client learns why, and the refusal is counted.
       on_event_(full ? ListenerEvent::RejectedCapacity : ListenerEvent::RejectedPerClient);
-      const std::string body = error_body_(503, full ? "the server has too many open connections" : "too many open connections from your address", "");
-      const std::string msg = response_head(503, {{"Content-Type", "application/json"}, {"Content-Length", std::to_string(body.size())},
-                                                  {"Retry-After", "1"}, {"Connection", "close"}}) + body;
-      [[maybe_unused]] auto n = ::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      ::shutdown(fd, SHUT_WR);
-      ::close(fd);
       if (per_client_[peer] == 0) per_client_.erase(peer);
+      auto c = std::make_unique<Connection>(fd, std::move(peer), options_.limits);
+      c->counted = false;
+      open_++;
+      refuse(*c, 503, full ? "the server has too many open connections" : "too many open connections from your address");
+      // Past the hard limit even the refusal's lingering close is skipped.
+      if (open_.load() > options_.max_connections + 256) close_connection(c);
+      else polled_.push_back(std::move(c));
       continue;
     }
     int one = 1;
@@ -258,8 +260,11 @@ void HttpListener::accept_all() {
 }
 
 void HttpListener::refuse(Connection& c, int status, const std::string& message) {
-  HttpResponder r(c.fd, false, std::chrono::milliseconds(1000));
-  r.send(status, "application/json", error_body_(status, message, ""));
+  // The poll thread never waits on a client: what does not fit the socket buffer now is dropped.
+  HttpResponder r(c.fd, false, std::chrono::milliseconds(0));
+  HttpResponder::Headers extra;
+  if (status == 503) extra.emplace_back("Retry-After", "1");
+  r.send(status, "application/json", error_body_(status, message, ""), extra);
   // Lingering close: read and drop what the client still sends for a moment, so that closing does
   // not reset the connection before the client has read the answer.
   ::shutdown(c.fd, SHUT_WR);
@@ -284,10 +289,7 @@ void HttpListener::read_from(Connection& c) {
       return;
     }
     if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      if (errno == ECONNRESET && c.phase != Connection::Phase::Draining) on_event_(ListenerEvent::Reset);
-      c.eof = true;
-    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK) c.eof = true;  // reset: counted by advance() if mid-request
     return;
   }
 }
