@@ -1,5 +1,5 @@
 // Benchmark (not a test): packing the seed-000-shape LFM2 from safetensors, and validating the
-// pack. Prints JSON. Usage: bench_lfm2_pack [work_dir] [repeats]
+// pack. Prints JSON. Usage: bench_lfm2_pack [parent_dir] [repeats] (works in a folder of its own there)
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -9,6 +9,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "formats/lfm2_packer.h"
 #include "formats/lfm2_synth.h"
@@ -40,17 +42,23 @@ double median_of(int repeats, const std::function<void()>& fn) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const fs::path work = argc > 1 ? fs::path(argv[1]) : fs::temp_directory_path() / "ember_bench_lfm2";
+  // A folder of this run's own inside the one given, so the bench removes only what it made.
+  const fs::path base = argc > 1 ? fs::path(argv[1]) : fs::temp_directory_path();
+  const fs::path work = base / ("ember_bench_lfm2-" + std::to_string(::getpid()));
   const int repeats = argc > 2 ? std::stoi(argv[2]) : 3;
   fs::create_directories(work);
+  // Each repeat replaces the pack the one before wrote (ember's own output of that kind).
+  ember::OutputTarget pack_out(work / "pack");
+  pack_out.kind = llm_pack_output();
+  pack_out.force = true;
   const Lfm2Config seed = lfm2_preset("seed");
   double synth_f32 = seconds([&] { synth_lfm2_checkpoint(seed, work / "hf_f32", {.seed = 0}); });
   double synth_bf16 = seconds([&] { synth_lfm2_checkpoint(seed, work / "hf_bf16", {.seed = 0, .bf16 = true}); });
   std::clock_t c0 = std::clock();
-  double pack_once = seconds([&] { pack_lfm2(work / "hf_f32", work / "pack"); });
+  double pack_once = seconds([&] { pack_lfm2(work / "hf_f32", pack_out); });
   double pack_cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;  // all threads
-  double pack_f32 = median_of(repeats, [&] { pack_lfm2(work / "hf_f32", work / "pack"); });
-  double pack_bf16 = median_of(repeats, [&] { pack_lfm2(work / "hf_bf16", work / "pack"); });
+  double pack_f32 = median_of(repeats, [&] { pack_lfm2(work / "hf_f32", pack_out); });
+  double pack_bf16 = median_of(repeats, [&] { pack_lfm2(work / "hf_bf16", pack_out); });
   double check = median_of(repeats * 10, [&] {
     if (!check_llm_pack(work / "pack").ok()) throw std::runtime_error("pack does not validate");
   });

@@ -415,7 +415,8 @@ TEST(Lfm2PackErrors, LyingSafetensorsHeaderLeavesExistingOutputIntact) {
   st.replace(at + entry.size() - 3, 2, "65");  // the header now claims 65 floats in a 64-float range
   ember::write_file_atomic(d / "hf/model.safetensors", st);
   std::string out;
-  EXPECT_EQ(run_ember("pack lfm2 --from " + (d / "hf").string() + " --out " + (d / "pack").string(), &out), 1);
+  // --force: the old pack may be replaced, but only by a complete new one.
+  EXPECT_EQ(run_ember("pack lfm2 --force --from " + (d / "hf").string() + " --out " + (d / "pack").string(), &out), 1);
   EXPECT_TRUE(contains(out, "model.embedding_norm.weight")) << out;
   EXPECT_EQ(ember::read_file(d / "pack/runtime.json"), before);  // the old pack is untouched
   EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator()), 2);

@@ -145,6 +145,7 @@ TEST_F(LogitsCli, GenerateDumpEqualsLogitsOfTheSameIds) {
   const size_t P = ids.size();
   ids.insert(ids.end(), generated.begin(), generated.end() - 1);
   for (const char* path : {"", "--decode"}) {
+    fs::remove(dir / "logits.npy");  // an existing .npy is never replaced
     auto r = logits("--tokens " + ids_text(ids) + " " + path + " --out " + (dir / "logits.npy").string());
     ASSERT_EQ(r.status, 0) << r.out;
     auto all = formats::read_npy(dir / "logits.npy");
@@ -186,6 +187,7 @@ TEST_F(LogitsCli, TokenFilesOfEveryIntegerTypeGiveTheSameLogits) {
   formats::write_npy(dir / "i64.npy", formats::NpyDType::I64, shape, bytes(i64));
   formats::write_npy(dir / "u32.npy", formats::NpyDType::U32, shape, bytes(ids));
   for (const char* f : {"i32", "i64", "u32"}) {
+    fs::remove(dir / "file.npy");  // an existing .npy is never replaced
     auto r = logits("--tokens-file " + (dir / (std::string(f) + ".npy")).string() + " --out " + (dir / "file.npy").string());
     ASSERT_EQ(r.status, 0) << r.out;
     EXPECT_EQ(ember::read_file(dir / "file.npy"), want) << f;
@@ -231,14 +233,19 @@ TEST_F(LogitsCli, NumpyLoadsTheLogitsAndTheDump) {
 
 TEST_F(LogitsCli, BadInputIsAClearErrorAndLeavesNoOutput) {
   fs::path dir = temp_dir("errors");
-  const fs::path out = dir / "out.npy";
-  ember::write_file_atomic(out, std::string("previous"));
+  const fs::path out = dir / "out.npy", existing = dir / "existing.npy";
+  ember::write_file_atomic(existing, std::string("previous"));
   auto expect_error = [&](const std::string& args, const std::string& part) {
     auto r = logits(args + " --out " + out.string());
     EXPECT_NE(r.status, 0) << args;
     EXPECT_NE(r.out.find(part), std::string::npos) << args << "\n" << r.out;
-    EXPECT_EQ(ember::read_file(out), "previous") << "an existing output is untouched: " << args;
+    EXPECT_FALSE(fs::exists(out)) << "a failed run leaves no output: " << args;
   };
+  // An existing output is refused before any work, and left as it was.
+  auto r = logits("--tokens 1,2 --out " + existing.string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("exists"), std::string::npos) << r.out;
+  EXPECT_EQ(ember::read_file(existing), "previous");
   expect_error("--tokens 1,2,512", "outside the vocabulary");
   expect_error("--tokens 1,x,3", "'x' (item 2) is not a token id");
   expect_error("--tokens 1,-2", "is not a token id");

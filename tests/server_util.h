@@ -2,8 +2,12 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -147,6 +151,102 @@ inline double metric(const std::string& text, const std::string& series) {
   size_t p = text.find("\n" + series + " ");
   if (p == std::string::npos) return 0;
   return std::stod(text.substr(p + series.size() + 2));
+}
+
+// A plain TCP connection to 127.0.0.1:port, for what an HTTP client library would not send
+// (pipelined requests, chunked or endless bodies, a byte at a time). `source`: the local address
+// to connect from (any of 127.0.0.0/8 is this machine), so tests can be several clients.
+class RawConnection {
+ public:
+  RawConnection(int port, const char* source = nullptr) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (source) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      inet_pton(AF_INET, source, &local.sin_addr);
+      if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+        close_now();
+        return;
+      }
+    }
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) close_now();
+  }
+  ~RawConnection() { close_now(); }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  bool ok() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  void close_now() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  bool send(const std::string& s) {
+    size_t done = 0;
+    while (fd_ >= 0 && done < s.size()) {
+      ssize_t n = ::send(fd_, s.data() + done, s.size() - done, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return fd_ >= 0;
+  }
+  // Whether the server has sent something (or closed) within `ms`.
+  bool readable(int ms) const {
+    pollfd p{fd_, POLLIN, 0};
+    return fd_ >= 0 && ::poll(&p, 1, ms) > 0;
+  }
+  // One response (status line, headers, Content-Length body) within `timeout_ms`, leaving what
+  // follows buffered for the next call. Status 0 when none came.
+  HttpReply read_response(int timeout_ms = 10000) {
+    HttpReply r;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    auto fill = [&] {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      if (left <= 0 || !readable(static_cast<int>(left))) return false;
+      char buf[65536];
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return false;
+      buffer_.append(buf, static_cast<size_t>(n));
+      return true;
+    };
+    size_t end;
+    while ((end = buffer_.find("\r\n\r\n")) == std::string::npos)
+      if (!fill()) return r;
+    const std::string head = buffer_.substr(0, end);
+    size_t length = 0;
+    for (size_t pos = head.find("\r\n"); pos != std::string::npos && pos < head.size(); pos = head.find("\r\n", pos + 2)) {
+      std::string line = head.substr(pos + 2, head.find("\r\n", pos + 2) - pos - 2);
+      auto colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      std::string name = line.substr(0, colon), value = line.substr(colon + 2);
+      r.headers.emplace(name, value);
+      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (name == "content-length") length = std::stoul(value);
+    }
+    while (buffer_.size() < end + 4 + length)
+      if (!fill()) return r;
+    r.status = std::stoi(head.substr(9, 3));
+    r.body = buffer_.substr(end + 4, length);
+    buffer_.erase(0, end + 4 + length);
+    return r;
+  }
+
+ private:
+  int fd_ = -1;
+  std::string buffer_;
+};
+
+// Peak resident memory of a process (VmHWM), in bytes.
+inline size_t peak_rss_bytes(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoul(line.substr(6)) * 1024;
+  return 0;
 }
 
 }  // namespace ember::test

@@ -148,14 +148,14 @@ TEST_F(SsFlowStageCli, NoiseFileOfTheSeededNoiseGivesTheSameLatent) {
 TEST_F(SsFlowStageCli, DumpedVelocitiesAreTheSamplersSteps) {
   const int steps = 4;
   auto r = run_ember("ss-flow" + stage() + contexts() + " --steps 4 --cfg-interval 0.6,1.0 --seed 6 --dump-velocity " +
-                     path("v.npy") + " --out " + path("lat.npy"));
+                     path("v.npy") + " --out " + path("lat_dumped.npy"));
   ASSERT_EQ(r.status, 0) << r.out;
   std::vector<int64_t> shape;
   auto v = load(path("v.npy"), &shape);
   std::vector<int64_t> want = batch_shape(1);
   want.insert(want.begin(), steps);
   ASSERT_EQ(shape, want);
-  const auto x_final = load(path("lat.npy"));
+  const auto x_final = load(path("lat_dumped.npy"));
   // DESIGN.md's Euler update: x_{i+1} = x_i - (t_i - t_{i+1}) v_i, from the seeded noise.
   trellis::SamplerOptions o;
   o.steps = steps;

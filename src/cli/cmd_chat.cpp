@@ -1,5 +1,9 @@
 // `ember chat`: interactive multi-turn chat; the conversation lives in the model's caches, so
-// each turn only prefills the new message.
+// each turn only prefills the new message. Ctrl-C stops a reply and returns to the prompt (the
+// conversation stays); Ctrl-C at the prompt ends the chat.
+#include <signal.h>
+
+#include <atomic>
 #include <cstdio>
 #include <iostream>
 
@@ -8,6 +12,22 @@
 #include "llm/chat_template.h"
 
 namespace ember::cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void on_interrupt(int) { g_interrupted = true; }
+
+// SIGINT sets a flag instead of ending the process; without SA_RESTART a read at the prompt
+// returns, so the loop sees the flag there too.
+void catch_interrupts() {
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+}  // namespace
 
 void add_chat_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("chat", "interactive chat (/reset starts over, /exit quits)");
@@ -21,20 +41,26 @@ void add_chat_command(CLI::App& app) {
   cmd->add_option("--system", o->system, "system prompt");
   cmd->add_option("-n,--max-tokens", o->n, "tokens per reply at most")->capture_default_str();
   cmd->callback([o] {
-    o->llm.sampling.validate();
+    o->llm.finish_sampling("ember chat");
     llm::Session session(o->llm.model, o->llm.session());
     const auto& tok = session.tokenizer();
     auto& model = session.model();
-    bool first_turn = true;
+    bool first_turn = true, stopped = false;
+    catch_interrupts();
     std::fprintf(stderr, "ember chat on %s: type a message; /reset starts over, /exit quits.\n", session.device().adapter().name().c_str());
     std::string line;
     while (true) {
+      g_interrupted = false;
       std::fprintf(stdout, "> ");
       std::fflush(stdout);
-      if (!std::getline(std::cin, line) || line == "/exit") break;
+      if (g_interrupted || !std::getline(std::cin, line) || line == "/exit" || g_interrupted) {
+        if (g_interrupted) std::fprintf(stdout, "\n");
+        break;
+      }
       if (line == "/reset") {
         session.generator().reset();
         first_turn = true;
+        stopped = false;
         std::fprintf(stdout, "(conversation cleared)\n");
         continue;
       }
@@ -48,7 +74,8 @@ void add_chat_command(CLI::App& app) {
       if (!first_turn) {
         const std::string bos = "<|startoftext|>";
         if (text.rfind(bos, 0) == 0) text = text.substr(bos.size());
-        text = "\n" + text;
+        // A reply stopped by Ctrl-C never sampled its <|im_end|>: close the turn here.
+        text = (stopped ? "<|im_end|>\n" : "\n") + text;
       }
       std::vector<uint32_t> ids = tok.encode(text, false);
       if (model.position() + ids.size() + 1 >= model.capacity()) {
@@ -61,11 +88,12 @@ void add_chat_command(CLI::App& app) {
         std::string piece = detok.push(id);
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
-        return true;
+        return !g_interrupted.load();
       });
+      stopped = g_interrupted.exchange(false);
       std::string tail = detok.finish();
       std::fwrite(tail.data(), 1, tail.size(), stdout);
-      std::fprintf(stdout, "\n");
+      std::fprintf(stdout, stopped ? " [stopped]\n" : "\n");
       std::fprintf(stderr, "[%u tokens, %.1f tok/s, %u/%u positions]\n", stats.generated, stats.decode_tok_s, model.position(), model.capacity());
       first_turn = false;
     }

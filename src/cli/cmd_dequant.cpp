@@ -16,7 +16,12 @@
 
 namespace ember::cli {
 
-void dequant_stage_pack(const std::filesystem::path& dir, const std::filesystem::path& out) {
+void dequant_stage_pack(const std::filesystem::path& dir, const OutputTarget& out_target) {
+  OutputTarget target = out_target;
+  target.kind = formats::safetensors_output("dequantized-stage", "dequantized checkpoint written by ember");
+  target.inputs.emplace_back("--stage", dir);
+  check_output(target);
+  const std::filesystem::path& out = target.path;
   auto pack = formats::StagePack::open(dir);
   std::vector<formats::TensorToWrite> tensors;
   std::map<std::string, std::vector<int64_t>> shapes;
@@ -28,6 +33,7 @@ void dequant_stage_pack(const std::filesystem::path& dir, const std::filesystem:
     shapes[name] = t.shape;
   }
   std::map<std::string, std::string> meta{{"format", "pt"},
+                                          {formats::kEmberOutputKey, "dequantized-stage"},
                                           {"stage", pack.manifest().stage},
                                           {"upstream_revision", pack.manifest().upstream_revision}};
   const auto& files = pack.manifest().files;
@@ -44,17 +50,17 @@ void dequant_stage_pack(const std::filesystem::path& dir, const std::filesystem:
       // a stage whose config ember cannot infer: the weights alone
     }
   }
-  formats::write_safetensors(out, tensors, meta);
+  write_output_file(target, [&](const std::filesystem::path& tmp) { formats::write_safetensors(tmp, tensors, meta); });
   std::printf("wrote %s: %zu tensors (f32, dequantized from %s)\n", out.c_str(), tensors.size(), dir.c_str());
 }
 
 namespace {
 
-void dequant_llm_pack(const std::filesystem::path& dir, const std::filesystem::path& out, const std::string& down) {
+void dequant_llm_pack(const std::filesystem::path& dir, const OutputTarget& out, const std::string& down) {
   auto pack = formats::LlmPack::open(dir);
   auto r = formats::export_lfm2_checkpoint(pack, out, down);
   std::printf("wrote %s: config.json, model.safetensors (%zu tensors, %.1f MB f32, feed_forward.w2 from mlp.down.%s), tokenizer.json\n",
-              out.c_str(), r.tensors, r.bytes / 1e6, r.down_copy.c_str());
+              out.path.c_str(), r.tensors, r.bytes / 1e6, r.down_copy.c_str());
   if (r.rope_estimated)
     std::printf("runtime.json has no ropeTheta: rope_theta %.17g estimated from the pack's rope tables\n", r.rope_theta);
   if (r.rope_table_error > 0)
@@ -72,6 +78,7 @@ void add_dequant_command(CLI::App& app) {
   auto model = std::make_shared<std::string>();
   auto down = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
+  auto force = std::make_shared<bool>(false);
   auto* stage_opt = cmd->add_option("--stage", *stage, "TRELLIS stage pack directory (--out CKPT.safetensors)");
   auto* model_opt = cmd->add_option("--model", *model,
                                     "LLM pack directory (--out DIR_HF: config.json, model.safetensors f32 under transformers' "
@@ -81,10 +88,13 @@ void add_dequant_command(CLI::App& app) {
       ->check(CLI::IsMember({"quant", "kquant"}))
       ->needs(model_opt);
   cmd->add_option("--out", *out, "output CKPT.safetensors (--stage) or directory (--model)")->required();
-  cmd->callback([stage, model, down, out] {
-    if (!model->empty()) return dequant_llm_pack(*model, *out, *down);
+  cmd->add_flag("--force", *force, "replace --out if it is a previous output of this command (nothing else is ever replaced)");
+  cmd->callback([stage, model, down, out, force] {
+    OutputTarget target(*out);
+    target.force = *force;
+    if (!model->empty()) return dequant_llm_pack(*model, target, *down);
     if (stage->empty()) throw Error("give --stage DIR (TRELLIS stage pack) or --model DIR (LLM pack)", "ember dequant");
-    dequant_stage_pack(*stage, *out);
+    dequant_stage_pack(*stage, target);
   });
 }
 

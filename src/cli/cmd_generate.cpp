@@ -28,7 +28,8 @@ void add_generate_command(CLI::App& app) {
                   "write every generated step's logits to FILE.npy, f32 [steps, vocab]: what the sampler read, before the "
                   "repetition penalty, temperature and top-k/top-p/min-p (row 0: the prompt's last position)");
   cmd->callback([o] {
-    o->llm.sampling.validate();
+    o->llm.finish_sampling("ember generate");
+    if (!o->dump_logits.empty()) check_output(formats::npy_output(o->dump_logits, "--dump-logits"));  // before the model loads
     if (o->n < 1) throw Error("-n must be at least 1", "-n");
     llm::Session session(o->llm.model, o->llm.session());
     const auto& tok = session.tokenizer();

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "formats/llm_pack.h"
+#include "llm/tokenizer.h"
 
 namespace ember::cli {
 namespace fs = std::filesystem;
@@ -107,6 +108,29 @@ void print_text(const OrderedJson& j, const formats::LlmPackCheck& c) {
   for (const auto& p : c.problems.list()) std::printf("problem: %s\n", p.to_string().c_str());
 }
 
+// The pack's tokenizer must load, fit the model's vocabulary and encode plain text without loss:
+// a vocabulary too small for that (one entry, say) loads but cannot run the model.
+void check_pack_tokenizer(formats::LlmPackCheck& c) {
+  if (!c.ok()) return;
+  const std::string file = "tokenizer.json";
+  try {
+    const auto tok = llm::Tokenizer::from_file((c.dir / file).string());
+    const size_t vocab = tok.vocab_size();
+    const auto rows = static_cast<size_t>(c.file.runtime.shape.vocab);
+    if (vocab > rows)
+      c.problems.add({file, "vocabulary", std::nullopt, "ids beyond the model's embedding rows", "at most " + std::to_string(rows), std::to_string(vocab)});
+    const std::string probe = "Hello, world! 0123456789 The quick brown fox jumps over the lazy dog.";
+    if (tok.decode(tok.encode(probe, false), false) != probe)
+      c.problems.add({file, "model.vocab", std::nullopt,
+                      "the vocabulary (" + std::to_string(vocab) + " entries) cannot encode plain ASCII text", "text encodes and decodes unchanged",
+                      "a lossy round trip"});
+  } catch (const Error& e) {
+    c.problems.add({file, e.where(), std::nullopt, e.problem(), "", ""});
+  } catch (const std::exception& e) {
+    c.problems.add({file, "", std::nullopt, e.what(), "", ""});
+  }
+}
+
 }  // namespace
 
 void add_inspect_command(CLI::App& app) {
@@ -124,6 +148,8 @@ void add_inspect_command(CLI::App& app) {
     if (!fs::is_regular_file(d / "runtime.json"))
       throw Error("not a pack: neither runtime.json nor manifest.json", d.string(), "pass a directory written by `ember pack`");
     formats::LlmPackCheck c = formats::check_llm_pack(d);
+    formats::check_llm_pack_values(c);
+    check_pack_tokenizer(c);
     OrderedJson j = describe(c);
     if (*json) std::printf("%s\n", j.dump(2).c_str());
     else print_text(j, c);

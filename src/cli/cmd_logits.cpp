@@ -97,6 +97,7 @@ void add_logits_command(CLI::App& app) {
       throw Error("no input", "ember logits", "give --tokens 1,2,3, --tokens-file IDS.npy or --prompt TEXT");
     const std::string source = from_list ? "--tokens" : from_file ? "--tokens-file " + o->tokens_file : "--prompt";
     std::vector<uint32_t> given = from_list ? parse_token_list(o->tokens) : from_file ? read_token_file(o->tokens_file) : std::vector<uint32_t>{};
+    check_output(formats::npy_output(o->out, "--out"));  // before the model is loaded
     llm::SessionOptions so = o->llm.session();
     so.model.prefill_chunk = o->chunk;
     llm::Session session(o->llm.model, so);

@@ -13,7 +13,7 @@ void add_pack_lfm2_command(CLI::App& app) {
   struct Args {
     std::string from, out;
     formats::Lfm2PackOptions opts;
-    bool quiet = false;
+    bool quiet = false, force = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--from", a->from, "Hugging Face model directory (config.json, *.safetensors, tokenizer.json)")->required();
@@ -21,9 +21,12 @@ void add_pack_lfm2_command(CLI::App& app) {
   cmd->add_option("--max-positions", a->opts.max_positions_cap, "cap on the rope table length")->capture_default_str();
   cmd->add_option("--max-total-positions", a->opts.max_total_positions, "KV capacity (prompt + generated)")->capture_default_str();
   cmd->add_flag("--quiet", a->quiet, "print only the summary");
+  cmd->add_flag("--force", a->force, "replace --out if it holds a previous LLM pack (nothing else is ever replaced)");
   cmd->callback([a] {
     a->opts.log = a->quiet ? nullptr : &std::cout;
-    formats::Lfm2PackReport r = formats::pack_lfm2(a->from, a->out, a->opts);
+    OutputTarget out(a->out);
+    out.force = a->force;
+    formats::Lfm2PackReport r = formats::pack_lfm2(a->from, out, a->opts);
     double worst = 0;
     for (const auto& m : r.matrices) worst = std::max(worst, m.rel_l2);
     std::printf("packed %zu matrices (worst rel_l2 %.4f), %llu bytes of weights; down weight: down.quant (default candidate, mlpPair false)\n",

@@ -16,11 +16,11 @@ namespace {
 
 struct Args {
   std::string stage, from, config, out, revision;
-  bool quiet = false;
+  bool quiet = false, force = false;
 };
 
 // The sparse-structure flow or decoder (a TRELLIS .safetensors checkpoint and its config).
-std::vector<formats::TensorPackReport> pack_ss_stage(const Args& a, formats::StagePackOptions o) {
+std::vector<formats::TensorPackReport> pack_ss_stage(const Args& a, const OutputTarget& out, formats::StagePackOptions o) {
   auto ckpt = formats::SafetensorsFile::open(a.from);
   std::map<std::string, std::vector<int64_t>> found;
   for (const auto& [name, t] : ckpt.tensors()) found[name] = t.shape;
@@ -49,10 +49,10 @@ std::vector<formats::TensorPackReport> pack_ss_stage(const Args& a, formats::Sta
                         // `ember synth` checkpoints: the manifest says the weights are random.
                         : ckpt.metadata().count("ember_synth_seed") ? "synthetic-seed-" + ckpt.metadata().at("ember_synth_seed")
                                                                     : "unknown";
-  return formats::write_stage_pack(a.out, shapes, [&](const std::string& n) { return ckpt.to_f32(n); }, o);
+  return formats::write_stage_pack(out, shapes, [&](const std::string& n) { return ckpt.to_f32(n); }, o);
 }
 
-std::vector<formats::TensorPackReport> pack_text_encoder(const Args& a, formats::StagePackOptions o) {
+std::vector<formats::TensorPackReport> pack_text_encoder(const Args& a, const OutputTarget& out, formats::StagePackOptions o) {
   if (!a.config.empty()) throw Error("--config is for ss-flow and ss-decoder: a CLIP checkpoint directory has its own config.json", "--config");
   auto ckpt = trellis::open_clip_checkpoint(a.from);
   if (!ckpt.ignored.empty()) {
@@ -62,7 +62,7 @@ std::vector<formats::TensorPackReport> pack_text_encoder(const Args& a, formats:
                  ckpt.ignored.size(), vision, ckpt.ignored.front().c_str());
   }
   o.upstream_revision = a.revision.empty() ? "unknown" : a.revision;
-  return trellis::pack_clip_text_stage(ckpt, a.out, o);
+  return trellis::pack_clip_text_stage(ckpt, out, o);
 }
 
 }  // namespace
@@ -80,17 +80,24 @@ void add_pack_trellis_command(CLI::App& app) {
   cmd->add_option("--out", a->out, "output stage directory")->required();
   cmd->add_option("--upstream-revision", a->revision, "upstream revision recorded in the manifest");
   cmd->add_flag("--quiet", a->quiet, "no progress and no per-tensor table");
+  cmd->add_flag("--force", a->force, "replace --out if it holds a previous stage pack (nothing else is ever replaced)");
   cmd->callback([a] {
     if (a->stage != "ss-flow" && a->stage != "ss-decoder" && a->stage != "text-encoder")
       throw Error("unknown stage '" + a->stage + "'", "--stage",
                   "ember packs --stage ss-flow (sparse-structure flow), ss-decoder (sparse-structure decoder) and text-encoder (CLIP text model)");
+    OutputTarget out(a->out);
+    out.kind = formats::stage_pack_output();
+    out.force = a->force;
+    out.inputs = {{"--from", a->from}};
+    if (!a->config.empty()) out.inputs.emplace_back("--config", a->config);
+    check_output(out);
     formats::StagePackOptions o;
     if (!a->quiet)
       o.progress = [](size_t i, size_t n, const std::string& name) {
         std::fprintf(stderr, "\r[%3zu/%zu] %-48s", i + 1, n, name.c_str());
         if (i + 1 == n) std::fprintf(stderr, "\n");
       };
-    auto reports = a->stage == "text-encoder" ? pack_text_encoder(*a, o) : pack_ss_stage(*a, o);
+    auto reports = a->stage == "text-encoder" ? pack_text_encoder(*a, out, o) : pack_ss_stage(*a, out, o);
     double worst = 0, sum = 0;
     size_t nq = 0;
     std::string worst_name;

@@ -25,17 +25,31 @@ void add_serve_command(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   o->llm.add_to(*cmd, /*with_sampling=*/false);
   cmd->add_option("--host", o->http.host, "address to listen on")->capture_default_str();
-  cmd->add_option("--port", o->http.port, "port to listen on (0 = any free port, printed at start)")->capture_default_str();
-  cmd->add_option("--api-key", o->http.api_key, "require 'Authorization: Bearer KEY' on /v1/* routes");
+  cmd->add_option("--port", o->http.port, "port to listen on, 1-65535 (0 = any free port, printed at start)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  auto* key_opt = cmd->add_option("--api-key", o->http.api_key, "require 'Authorization: Bearer KEY' on /v1/* routes");
   cmd->add_option("--model-name", o->http.model_name, "model id reported by /v1/models (default: the model directory's name)");
   cmd->add_option("--parallel", o->sched.parallel, "sequence slots decoded together (>= the pack's maxQueries)")->capture_default_str();
   cmd->add_option("--queue", o->sched.queue, "requests that may wait for a slot; beyond them 503")->capture_default_str();
   cmd->add_option("--max-body", o->http.max_body_bytes, "largest request body in bytes (413 beyond)")->capture_default_str();
+  cmd->add_option("--max-client-connections", o->http.max_client_connections,
+                  "open connections one client address may hold (0 = no cap; behind a proxy all clients share its address)")
+      ->capture_default_str();
+  cmd->add_option("--header-timeout", o->http.header_timeout_s, "seconds a request's head may take to arrive (408 beyond)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--body-timeout", o->http.body_timeout_s, "seconds a request's body may take after its head (408 beyond)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--default-max-tokens", o->http.default_max_tokens, "max_tokens when a request gives none")->capture_default_str();
   cmd->add_option("--max-tokens-cap", o->http.max_tokens_cap, "lower any larger max_tokens to this (0 = only the context bounds it)")
       ->capture_default_str();
   cmd->add_option("--shutdown-grace", o->grace_s, "seconds in-flight requests may finish after SIGTERM/SIGINT")->capture_default_str();
-  cmd->callback([o] {
+  cmd->callback([o, key_opt] {
+    // An empty key would start an open server while the user meant to protect it.
+    if (key_opt->count() > 0 && o->http.api_key.empty())
+      throw Error("the API key is empty", "--api-key", "give a non-empty key, or leave out --api-key for a server without one");
     // Signals are taken by one thread with sigwait; every other thread (created below) inherits the mask.
     sigset_t sigs;
     sigemptyset(&sigs);

@@ -48,7 +48,7 @@ void add_ss_flow_command(CLI::App& app) {
     SsFlowSource source;
     std::string cond, neg, out, noise, dump_velocity, interval = "0.5,1.0", text_stage, prompt, negative_prompt;
     trellis::SamplerOptions sampler;
-    uint64_t seed = 0;
+    int64_t seed = 0;
     int64_t samples = 0;  // 0: as many as the inputs hold
   };
   auto o = std::make_shared<Opts>();
@@ -69,7 +69,7 @@ void add_ss_flow_command(CLI::App& app) {
   cmd->add_option("--cfg", o->sampler.cfg_strength, "classifier-free guidance strength")->capture_default_str();
   cmd->add_option("--cfg-interval", o->interval, "guidance where LO <= t <= HI")->capture_default_str();
   cmd->add_option("--rescale-t", o->sampler.rescale_t, "time rescaling r: t' = r t / (1 + (r-1) t)")->capture_default_str();
-  cmd->add_option("--seed", o->seed, "noise seed")->capture_default_str();
+  add_seed_option(*cmd, o->seed, "noise seed (-1: a random one, printed)")->capture_default_str();
   cmd->add_option("--samples", o->samples,
                   "latents to sample (B); seeded noise for B draws B latents, the first the one --seed alone draws "
                   "(default: the batch of --noise, else of --cond / --neg-cond, else 1)");
@@ -107,7 +107,7 @@ void add_ss_flow_command(CLI::App& app) {
       if (batch != 1 && batch != B)
         throw Error("a batch of " + std::to_string(batch) + " contexts for " + std::to_string(B) + " latent(s)",
                     std::string(what) + " " + path, "give one context for every latent, or one [77, C] context for all");
-    if (o->noise.empty()) noise = trellis::gaussian_noise(o->seed, size_t(B * config.in_channels * config.tokens()));
+    if (o->noise.empty()) noise = trellis::gaussian_noise(resolve_seed(o->seed, "ember ss-flow"), size_t(B * config.in_channels * config.tokens()));
     auto source = o->source.take_tensors();
     gpu::Device device = gpu::Device::open(o->gpu.device);
     gpu::KernelCache kernels(device);
@@ -142,11 +142,12 @@ void add_ss_flow_command(CLI::App& app) {
         },
         nullptr, o->dump_velocity.empty() ? nullptr : &velocities);
     const std::vector<int64_t> shape{B, config.out_channels, R, R, R};
-    formats::write_npy_f32(o->out, shape, latent);
+    write_output_file(formats::npy_output(o->out, "--out"), [&](const std::filesystem::path& tmp) { formats::write_npy_f32(tmp, shape, latent); });
     if (!o->dump_velocity.empty()) {
       std::vector<int64_t> vshape = shape;
       vshape.insert(vshape.begin(), o->sampler.steps);
-      formats::write_npy_f32(o->dump_velocity, vshape, velocities);
+      write_output_file(formats::npy_output(o->dump_velocity, "--dump-velocity"),
+                        [&](const std::filesystem::path& tmp) { formats::write_npy_f32(tmp, vshape, velocities); });
     }
     const int64_t steps = o->sampler.steps * B;
     std::fprintf(stderr,

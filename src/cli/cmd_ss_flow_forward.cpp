@@ -107,7 +107,7 @@ void add_ss_flow_forward_command(CLI::App& app) {
     }
     std::vector<int64_t> shape = x.shape;
     shape[shape.size() - 4] = c.out_channels;
-    formats::write_npy_f32(o->out, shape, v);
+    write_output_file(formats::npy_output(o->out, "--out"), [&](const std::filesystem::path& tmp) { formats::write_npy_f32(tmp, shape, v); });
     std::fprintf(stderr, "ss-flow-forward: %lld latent(s), %lld context tokens, wrote %s %s\n", static_cast<long long>(B),
                  static_cast<long long>(L), o->out.c_str(), trellis::shape_text(shape).c_str());
   });

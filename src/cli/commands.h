@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/output_guard.h"
 #include "gpu/device.h"
 
 namespace ember::cli {
@@ -33,7 +34,7 @@ void add_encode_text_command(CLI::App& app);      // ember encode-text (the CLIP
 void add_bench_text_encoder(CLI::App& bench);     // under `ember bench`
 void add_pack_trellis_command(CLI::App& app);   // ember pack trellis
 void add_dequant_command(CLI::App& app);        // ember dequant --stage DIR | --model DIR --out ...
-void dequant_stage_pack(const std::filesystem::path& dir, const std::filesystem::path& out);
+void dequant_stage_pack(const std::filesystem::path& dir, const OutputTarget& out);
 // The stage half of `ember inspect DIR` (DIR holds manifest.json): tensor table, bytes by
 // kind, quantization, validation verdict; JSON with `json`. Returns false when the pack is invalid.
 bool inspect_stage_pack(const std::filesystem::path& dir, bool json);
@@ -48,6 +49,11 @@ void add_ss_decode_command(CLI::App& app);  // ember ss-decode (sparse-structure
 void add_text_to_3d_command(CLI::App& app);  // ember text-to-3d (prompt -> GLB / PLY / PNG)
 void add_synth_pipeline_command(CLI::App& app);  // ember synth trellis-pipeline
 void add_bench_text_to_3d(CLI::App& bench);  // under `ember bench`
+
+// `--seed` (seed_option.cpp): any value >= 0, or -1 for a random seed that resolve_seed draws
+// and prints on stderr ("COMMAND: seed N") so the run can be repeated.
+CLI::Option* add_seed_option(CLI::App& cmd, int64_t& seed, const std::string& description);
+uint64_t resolve_seed(int64_t seed, const std::string& command);
 
 // Options every GPU-using command shares: --device, --gpu-fast, --profile.
 struct GpuOptions {

@@ -13,7 +13,12 @@ void LlmOptions::add_to(CLI::App& cmd, bool with_sampling) {
   cmd.add_option("--min-p", sampling.min_p, "drop tokens below min-p x the best one's probability (0 = off)")->capture_default_str();
   cmd.add_option("--repeat-penalty", sampling.repeat_penalty, "penalise ids of the last --repeat-last-n tokens (1 = off)")->capture_default_str();
   cmd.add_option("--repeat-last-n", sampling.repeat_last_n, "window of the repeat penalty (at most 256)")->capture_default_str();
-  cmd.add_option("--seed", sampling.seed, "random seed (same seed, same tokens)")->capture_default_str();
+  add_seed_option(cmd, seed, "random seed: same seed, same tokens")->capture_default_str();
+}
+
+void LlmOptions::finish_sampling(const std::string& command) {
+  sampling.validate();
+  sampling.seed = resolve_seed(seed, command);
 }
 
 llm::SessionOptions LlmOptions::session() const {

@@ -14,9 +14,12 @@ struct LlmOptions {
   GpuOptions gpu;
   llm::SamplingOptions sampling;
   bool quiet = false;
+  int64_t seed = 0;  // --seed; -1 = random (finish_sampling draws it)
 
   void add_to(CLI::App& cmd, bool with_sampling = true);
   llm::SessionOptions session() const;
+  // Validates the sampling flags and settles the seed (a random one is printed).
+  void finish_sampling(const std::string& command);
 };
 
 }  // namespace ember::cli

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "formats/npy.h"
 #include "trellis/ss_flow_stage.h"
 
 namespace ember::cli {
@@ -24,10 +25,6 @@ std::unique_ptr<trellis::TensorSource> SsFlowSource::take_tensors() {
   return std::move(source_);
 }
 
-void check_output_path(const std::string& path, const std::string& option) {
-  const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
-  if (!std::filesystem::is_directory(dir))
-    throw Error("directory " + dir.string() + " does not exist", option + " " + path, "create it first, or write elsewhere");
-}
+void check_output_path(const std::string& path, const std::string& option) { check_output(formats::npy_output(path, option)); }
 
 }  // namespace ember::cli

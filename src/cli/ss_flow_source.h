@@ -28,8 +28,8 @@ class SsFlowSource {
   std::unique_ptr<trellis::TensorSource> source_;
 };
 
-// Throws ember::Error (naming `option`) unless `path`'s directory exists, so a run fails before
-// its work rather than after writing only some of its outputs.
+// Throws ember::Error (naming `option`) when `path` exists or its directory is missing or not
+// writable, so a run fails before its work rather than after writing only some of its outputs.
 void check_output_path(const std::string& path, const std::string& option);
 
 }  // namespace ember::cli

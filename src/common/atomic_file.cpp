@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include "common/error.h"
@@ -15,34 +14,18 @@
 namespace ember {
 namespace fs = std::filesystem;
 
-namespace {
-std::string unique_suffix() {
-  std::random_device rd;
-  char buf[32];
-  snprintf(buf, sizeof buf, ".tmp-%d-%08x", static_cast<int>(getpid()), rd());
-  return buf;
-}
-}  // namespace
-
-AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)) {
-  tmp_ = path_;
-  tmp_ += unique_suffix();
-  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)), temp_(path_), tmp_(temp_.path()) {
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw Error(std::string("cannot create file: ") + strerror(errno), tmp_.string(), "check that the directory exists and is writable");
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
-  if (fd_ < 0) return;
-  ::close(fd_);
-  std::error_code ec;
-  fs::remove(tmp_, ec);
+  if (fd_ >= 0) ::close(fd_);  // ~TempPath removes an uncommitted file
 }
 
 void AtomicFileWriter::fail(const std::string& what, int err) {
   ::close(fd_);
   fd_ = -1;
-  std::error_code ec;
-  fs::remove(tmp_, ec);
   throw Error(what + ": " + strerror(err), tmp_.string(), "check free disk space");
 }
 
@@ -66,10 +49,8 @@ void AtomicFileWriter::commit() {
   fd_ = -1;
   std::error_code ec;
   fs::rename(tmp_, path_, ec);
-  if (ec) {
-    fs::remove(tmp_);
-    throw Error("cannot move output into place: " + ec.message(), path_.string());
-  }
+  if (ec) throw Error("cannot move output into place: " + ec.message(), path_.string());
+  temp_.release();
 }
 
 void write_file_atomic(const fs::path& path, std::span<const uint8_t> bytes) {
@@ -83,39 +64,7 @@ void write_file_atomic(const fs::path& path, const std::string& text) {
 }
 
 void build_directory_atomic(const fs::path& dir, const std::function<void(const fs::path&)>& fill) {
-  fs::path target = fs::absolute(dir);
-  fs::path parent = target.parent_path();
-  if (!parent.empty() && !fs::exists(parent)) fs::create_directories(parent);
-  fs::path tmp = target;
-  tmp += unique_suffix();
-  fs::create_directories(tmp);
-  try {
-    fill(tmp);
-  } catch (...) {
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
-    throw;
-  }
-  // Replace an existing output only after the new one is complete.
-  std::error_code ec;
-  fs::path old;
-  if (fs::exists(target)) {
-    old = target;
-    old += unique_suffix() + ".old";
-    fs::rename(target, old, ec);
-    if (ec) {
-      fs::remove_all(tmp, ec);
-      throw Error("cannot replace existing output", target.string(), "remove it or choose another --out");
-    }
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignore;
-    fs::remove_all(tmp, ignore);
-    if (!old.empty()) fs::rename(old, target, ignore);
-    throw Error("cannot move output into place: " + ec.message(), target.string());
-  }
-  if (!old.empty()) fs::remove_all(old, ec);
+  write_output_directory(OutputTarget(dir), fill);
 }
 
 std::string read_file(const fs::path& path) {

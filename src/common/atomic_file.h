@@ -8,6 +8,8 @@
 #include <span>
 #include <string>
 
+#include "common/output_guard.h"
+
 namespace ember {
 
 // Writes `bytes` to `path` atomically (temp file in the same directory, fsync, rename).
@@ -31,13 +33,16 @@ class AtomicFileWriter {
 
  private:
   [[noreturn]] void fail(const std::string& what, int err);
-  std::filesystem::path path_, tmp_;
+  std::filesystem::path path_;
+  TempPath temp_;  // removed on destruction before commit and on SIGINT/SIGTERM
+  std::filesystem::path tmp_;
   int fd_ = -1;
   uint64_t size_ = 0;
 };
 
 // Builds a whole directory atomically: `fill` writes into a fresh temporary directory beside
-// `dir`; on success that directory replaces `dir`, on any exception it is removed.
+// `dir`; on success it is renamed to `dir`, on any exception it is removed. An existing non-empty
+// `dir` is an error (write_output_directory in output_guard.h has the rules and --force).
 void build_directory_atomic(const std::filesystem::path& dir,
                             const std::function<void(const std::filesystem::path& tmp)>& fill);
 

@@ -6,6 +6,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "formats/lfm2_packer.h"
+#include "formats/lfm2_synth.h"
 #include "formats/safetensors.h"
 
 namespace ember::formats {
@@ -70,7 +71,11 @@ Lfm2Config lfm2_config_of(const LlmPack& pack, double rope_theta) {
   return c;
 }
 
-Lfm2ExportReport export_lfm2_checkpoint(const LlmPack& pack, const fs::path& out_dir, const std::string& down_copy) {
+Lfm2ExportReport export_lfm2_checkpoint(const LlmPack& pack, const OutputTarget& out, const std::string& down_copy) {
+  OutputTarget target = out;
+  target.kind = lfm2_checkpoint_output();
+  target.inputs.emplace_back("--model", pack.dir());
+  check_output(target);
   Lfm2ExportReport report;
   report.down_copy = down_copy.empty() ? pack.candidate().down_copy() : down_copy;
   if (report.down_copy != "quant" && report.down_copy != "kquant")
@@ -136,10 +141,10 @@ Lfm2ExportReport export_lfm2_checkpoint(const LlmPack& pack, const fs::path& out
   for (const auto& t : tensors) report.bytes += t.bytes.size();
 
   const fs::path tokenizer = pack.tokenizer_path(), tokenizer_config = pack.dir() / "tokenizer_config.json";
-  build_directory_atomic(out_dir, [&](const fs::path& tmp) {
+  write_output_directory(target, [&](const fs::path& tmp) {
     write_file_atomic(tmp / "config.json", to_json(config, "float32").dump(2) + "\n");
     write_safetensors(tmp / "model.safetensors", tensors,
-                      {{"format", "pt"}, {"ember_down_copy", "mlp.down." + report.down_copy}});
+                      {{"format", "pt"}, {"ember_down_copy", "mlp.down." + report.down_copy}, {kEmberOutputKey, kLfm2CheckpointId}});
     write_file_atomic(tmp / "tokenizer.json", read_file(tokenizer));
     if (fs::is_regular_file(tokenizer_config)) write_file_atomic(tmp / "tokenizer_config.json", read_file(tokenizer_config));
   });

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/output_guard.h"
 #include "formats/lfm2_checkpoint.h"
 #include "formats/llm_pack.h"
 
@@ -27,8 +28,9 @@ struct Lfm2ExportReport {
 // is (block_auto_adjust_ff_dim false); max_position_embeddings is the pack's rope table length.
 Lfm2Config lfm2_config_of(const LlmPack& pack, double rope_theta);
 
-// Writes `out_dir` atomically. `down_copy` "" means the candidate's (the copy ember runs).
-Lfm2ExportReport export_lfm2_checkpoint(const LlmPack& pack, const std::filesystem::path& out_dir,
+// Writes the checkpoint atomically under output_guard.h's rules (lfm2_checkpoint_output();
+// the pack's directory is an input). `down_copy` "" means the candidate's (the copy ember runs).
+Lfm2ExportReport export_lfm2_checkpoint(const LlmPack& pack, const OutputTarget& out,
                                         const std::string& down_copy = "");
 
 }  // namespace ember::formats

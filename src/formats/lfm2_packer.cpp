@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <map>
 #include <memory>
 
@@ -185,8 +186,23 @@ RuntimeFile default_runtime_file(const LlmShape& shape, int64_t max_positions, i
   return f;
 }
 
-Lfm2PackReport pack_lfm2(const fs::path& hf_dir, const fs::path& out_dir, const Lfm2PackOptions& opts) {
+OutputKind llm_pack_output() {
+  return {"LLM runtime pack", true, [](const fs::path& dir) {
+            static const std::set<std::string> kFiles = {"runtime.json", "weights.bin", "tokenizer.json", "tokenizer_config.json",
+                                                         "runtime.json.bak"};
+            for (const auto& e : fs::directory_iterator(dir))
+              if (!kFiles.count(e.path().filename().string())) return false;
+            return fs::is_regular_file(dir / "runtime.json") && fs::is_regular_file(dir / "weights.bin");
+          }};
+}
+
+Lfm2PackReport pack_lfm2(const fs::path& hf_dir, const OutputTarget& out, const Lfm2PackOptions& opts) {
   auto t0 = std::chrono::steady_clock::now();
+  OutputTarget target = out;
+  target.kind = llm_pack_output();
+  target.inputs.emplace_back("--from", hf_dir);
+  check_output(target);  // before the checkpoint is read
+  const fs::path& out_dir = out.path;
   std::ostream* log = opts.log;
   const fs::path config_path = hf_dir / "config.json";
   if (!fs::is_regular_file(config_path)) throw Error("config.json not found", hf_dir.string(), "point --from at a Hugging Face model directory");
@@ -195,6 +211,15 @@ Lfm2PackReport pack_lfm2(const fs::path& hf_dir, const fs::path& out_dir, const 
     throw Error("tokenizer.json not found", hf_dir.string(), "the pack needs the model's Hugging Face tokenizer.json");
   Lfm2Config cfg = parse_lfm2_config(parse_json_text(read_file(config_path), config_path.string()), config_path.string());
   Checkpoint ck(hf_dir);
+  // A NaN or Inf would quantize into a pack that loads and then prints garbage: refused here.
+  auto tensor = [&](const std::string& name) {
+    std::vector<float> v = ck.f32(name);
+    for (size_t i = 0; i < v.size(); i++)
+      if (!std::isfinite(v[i]))
+        throw Error("non-finite value (" + std::string(std::isnan(v[i]) ? "NaN" : "Inf") + ") at flat index " + std::to_string(i), ck.where(name),
+                    "the checkpoint is damaged; download or export it again");
+    return v;
+  };
 
   Problems problems;
   Lfm2PackReport report;
@@ -237,30 +262,30 @@ Lfm2PackReport pack_lfm2(const fs::path& hf_dir, const fs::path& out_dir, const 
     const std::string hf = "model.layers." + std::to_string(i) + ".";
     const std::string p = layer_prefix(i);
     if (shape.layer_types[i] == LayerType::Conv) {
-      symmetric(p + "conv.in_proj", ck.f32(hf + "conv.in_proj.weight"), 3 * H, H);
-      symmetric(p + "conv.out_proj", ck.f32(hf + "conv.out_proj.weight"), H, H);
-      put_f32(p + "conv.in_proj.norm", ck.f32(hf + "operator_norm.weight"));
-      put_f32(p + "conv.core.taps", ck.f32(hf + "conv.conv.weight"));  // [H][1][L] = [H][L], tap L-1 = current token
+      symmetric(p + "conv.in_proj", tensor(hf + "conv.in_proj.weight"), 3 * H, H);
+      symmetric(p + "conv.out_proj", tensor(hf + "conv.out_proj.weight"), H, H);
+      put_f32(p + "conv.in_proj.norm", tensor(hf + "operator_norm.weight"));
+      put_f32(p + "conv.core.taps", tensor(hf + "conv.conv.weight"));  // [H][1][L] = [H][L], tap L-1 = current token
     } else {
-      std::vector<float> qkv = concat_rows({ck.f32(hf + "self_attn.q_proj.weight"), ck.f32(hf + "self_attn.k_proj.weight"),
-                                            ck.f32(hf + "self_attn.v_proj.weight")});
+      std::vector<float> qkv = concat_rows({tensor(hf + "self_attn.q_proj.weight"), tensor(hf + "self_attn.k_proj.weight"),
+                                            tensor(hf + "self_attn.v_proj.weight")});
       symmetric(p + "attn.qkv", qkv, shape.qkv_rows(), H);
-      symmetric(p + "attn.o_proj", ck.f32(hf + "self_attn.out_proj.weight"), H, shape.q_rows());
-      put_f32(p + "attn.qkv.norm", ck.f32(hf + "operator_norm.weight"));
-      put_f32(p + "attn.qkv.q_norm", ck.f32(hf + "self_attn.q_layernorm.weight"));
-      put_f32(p + "attn.qkv.k_norm", ck.f32(hf + "self_attn.k_layernorm.weight"));
+      symmetric(p + "attn.o_proj", tensor(hf + "self_attn.out_proj.weight"), H, shape.q_rows());
+      put_f32(p + "attn.qkv.norm", tensor(hf + "operator_norm.weight"));
+      put_f32(p + "attn.qkv.q_norm", tensor(hf + "self_attn.q_layernorm.weight"));
+      put_f32(p + "attn.qkv.k_norm", tensor(hf + "self_attn.k_layernorm.weight"));
     }
-    symmetric(p + "mlp.gate_up", concat_rows({ck.f32(hf + "feed_forward.w1.weight"), ck.f32(hf + "feed_forward.w3.weight")}), 2 * F, H);
-    std::vector<float> down = ck.f32(hf + "feed_forward.w2.weight");
+    symmetric(p + "mlp.gate_up", concat_rows({tensor(hf + "feed_forward.w1.weight"), tensor(hf + "feed_forward.w3.weight")}), 2 * F, H);
+    std::vector<float> down = tensor(hf + "feed_forward.w2.weight");
     symmetric(p + "mlp.down", down, H, F);
     Q4Matrix k = quantize_q4_kmajor(down, H, F);
     put(p + "mlp.down.kquant", k.quant_bytes());
     put(p + "mlp.down.kscales", k.scale_bytes());
     note(p + "mlp.down.kquant", H, F, "q4 k-major", relative_l2(dequantize_q4_kmajor(k.quant_bytes(), k.scale_bytes(), H, F), down));
-    put_f32(p + "mlp.gate_up.norm", ck.f32(hf + "ffn_norm.weight"));
+    put_f32(p + "mlp.gate_up.norm", tensor(hf + "ffn_norm.weight"));
   }
   {
-    std::vector<float> embed = ck.f32("model.embed_tokens.weight");
+    std::vector<float> embed = tensor("model.embed_tokens.weight");
     Q4Matrix q = quantize_q4_asymmetric(embed, shape.vocab, H);
     put("head.quant", q.quant_bytes());
     put("head.scales", q.scale_bytes());
@@ -268,7 +293,7 @@ Lfm2PackReport pack_lfm2(const fs::path& hf_dir, const fs::path& out_dir, const 
     note("head", shape.vocab, H, "q4 asymmetric",
          relative_l2(dequantize_q4_asymmetric(q.quant_bytes(), q.scale_bytes(), q.zero_point_bytes(), shape.vocab, H), embed));
   }
-  put_f32("head.norm", ck.f32("model.embedding_norm.weight"));
+  put_f32("head.norm", tensor("model.embedding_norm.weight"));
   std::vector<float> cos, sin;
   rope_tables(cfg.rope_theta, shape.head_dim, max_positions, cos, sin);
   put_f32("rope.cos_ext", cos);
@@ -282,7 +307,7 @@ Lfm2PackReport pack_lfm2(const fs::path& hf_dir, const fs::path& out_dir, const 
   for (const SectionSpec& s : layout.sections) rf.runtime.sections.push_back({s.name, s.offset, s.bytes, OrderedJson::object()});
   const fs::path tokenizer_config = hf_dir / "tokenizer_config.json";
 
-  build_directory_atomic(out_dir, [&](const fs::path& tmp) {
+  write_output_directory(target, [&](const fs::path& tmp) {
     write_file_atomic(tmp / "weights.bin", weights);
     write_file_atomic(tmp / "runtime.json", to_json(rf).dump(2) + "\n");
     write_file_atomic(tmp / "tokenizer.json", read_file(tokenizer_path));

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/output_guard.h"
 #include "formats/llm_layout.h"
 #include "formats/llm_runtime.h"
 
@@ -40,8 +41,14 @@ RuntimeFile default_runtime_file(const LlmShape& shape, int64_t max_positions, i
 // inv_freq_i = 1 / theta^(2i/headDim), angle = pos * inv_freq_i.
 void rope_tables(double theta, int64_t head_dim, int64_t positions, std::vector<float>& cos, std::vector<float>& sin);
 
-// Reads, checks (every problem at once), quantizes and writes `out_dir` atomically.
-Lfm2PackReport pack_lfm2(const std::filesystem::path& hf_dir, const std::filesystem::path& out_dir,
+// An LLM runtime pack directory as an output: --force may replace a directory holding only a
+// pack's files (runtime.json, weights.bin, tokenizer files, tune's runtime.json.bak).
+OutputKind llm_pack_output();
+
+// Checks the output (output_guard.h; --from is an input) before anything else, then reads,
+// checks (every problem at once; a non-finite weight names its tensor and index), quantizes and
+// writes the pack atomically.
+Lfm2PackReport pack_lfm2(const std::filesystem::path& hf_dir, const OutputTarget& out,
                          const Lfm2PackOptions& opts = {});
 
 }  // namespace ember::formats

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include "common/atomic_file.h"
@@ -114,7 +115,20 @@ std::string byte_level_tokenizer_json() {
   return j.dump(2);
 }
 
-void synth_lfm2_checkpoint(const Lfm2Config& config, const fs::path& out_dir, const Lfm2SynthOptions& opts) {
+OutputKind lfm2_checkpoint_output() {
+  return {"LFM2 checkpoint written by ember", true, [](const fs::path& dir) {
+            static const std::set<std::string> kFiles = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"};
+            for (const auto& e : fs::directory_iterator(dir))
+              if (!kFiles.count(e.path().filename().string())) return false;
+            return is_ember_safetensors(dir / "model.safetensors", kLfm2CheckpointId);
+          }};
+}
+
+void synth_lfm2_checkpoint(const Lfm2Config& config, const OutputTarget& out, const Lfm2SynthOptions& opts) {
+  OutputTarget target = out;
+  target.kind = lfm2_checkpoint_output();
+  if (!opts.tokenizer.empty()) target.inputs.emplace_back("--tokenizer", opts.tokenizer);
+  check_output(target);
   std::string tokenizer = opts.tokenizer.empty() ? byte_level_tokenizer_json() : read_file(opts.tokenizer);
   std::vector<HfTensorSpec> specs = lfm2_tensor_specs(config);
   std::vector<TensorToWrite> tensors(specs.size());
@@ -139,9 +153,9 @@ void synth_lfm2_checkpoint(const Lfm2Config& config, const fs::path& out_dir, co
   for (size_t t = 0; t < threads; t++) pool.emplace_back(fill, t, threads);
   for (auto& th : pool) th.join();
 
-  build_directory_atomic(out_dir, [&](const fs::path& tmp) {
+  write_output_directory(target, [&](const fs::path& tmp) {
     write_file_atomic(tmp / "config.json", to_json(config, opts.bf16 ? "bfloat16" : "float32").dump(2) + "\n");
-    write_safetensors(tmp / "model.safetensors", tensors, {{"format", "pt"}});
+    write_safetensors(tmp / "model.safetensors", tensors, {{"format", "pt"}, {kEmberOutputKey, kLfm2CheckpointId}});
     write_file_atomic(tmp / "tokenizer.json", tokenizer);
   });
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "common/atomic_file.h"
@@ -200,6 +201,21 @@ LlmPackCheck check_llm_pack(const fs::path& dir) {
     check_sections(rt, c.expected, c.weights_file_bytes, have_file, c.problems);
   }
   return c;
+}
+
+void check_llm_pack_values(LlmPackCheck& c) {
+  if (!c.ok()) return;
+  const LlmPack pack = LlmPack::open(c.dir);
+  for (const SectionSpec& s : c.expected.sections) {
+    if (!s.alias_of.empty() || (s.kind != SectionKind::F32 && s.kind != SectionKind::Scales && s.kind != SectionKind::KScales)) continue;
+    std::span<const float> v = pack.f32_section(s.name);
+    for (size_t i = 0; i < v.size(); i++) {
+      if (std::isfinite(v[i])) continue;
+      c.problems.add({kWeights, "section '" + s.name + "' element " + std::to_string(i), s.offset + 4 * i,
+                      "non-finite value (the weights are damaged)", "a finite float", std::isnan(v[i]) ? "NaN" : "Inf"});
+      break;
+    }
+  }
 }
 
 LlmPack LlmPack::open(const fs::path& dir) {

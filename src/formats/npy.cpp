@@ -339,4 +339,10 @@ void NpyRowWriter::finish() {
   file_.reset();
 }
 
+OutputTarget npy_output(const std::filesystem::path& path, const std::string& option) {
+  OutputTarget t(path, option);
+  t.kind = {".npy file", false, {}};
+  return t;
+}
+
 }  // namespace ember::formats

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/output_guard.h"
+
 namespace ember {
 class AtomicFileWriter;
 }
@@ -45,6 +47,10 @@ std::vector<uint8_t> npy_header(NpyDType dtype, std::span<const int64_t> shape);
 // Writes atomically. `bytes` must hold exactly numel(shape) elements of `dtype`.
 void write_npy(const std::filesystem::path& path, NpyDType dtype, std::span<const int64_t> shape,
                std::span<const uint8_t> bytes);
+// A .npy output named by `option`: an existing file or directory there is never replaced
+// (output_guard.h); check_output() it before the work, write_output_file() it after.
+OutputTarget npy_output(const std::filesystem::path& path, const std::string& option);
+
 void write_npy_f32(const std::filesystem::path& path, std::span<const int64_t> shape, std::span<const float> values);
 // f32 values rounded to f16 (nearest even) and written as '<f2'.
 void write_npy_f16(const std::filesystem::path& path, std::span<const int64_t> shape, std::span<const float> values);

@@ -258,4 +258,18 @@ uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>((x + rounding) >> 16);
 }
 
+bool is_ember_safetensors(const std::filesystem::path& path, const std::string& id) {
+  try {
+    const auto f = SafetensorsFile::open(path);
+    auto it = f.metadata().find(kEmberOutputKey);
+    return it != f.metadata().end() && it->second == id;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+OutputKind safetensors_output(const std::string& id, const std::string& name) {
+  return {name, false, [id](const std::filesystem::path& p) { return is_ember_safetensors(p, id); }};
+}
+
 }  // namespace ember::formats

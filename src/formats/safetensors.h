@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/output_guard.h"
+
 namespace ember::formats {
 
 enum class DType { F32, F16, BF16, I8, U8, I32, I64 };
@@ -57,6 +59,14 @@ struct TensorToWrite {
 };
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
+
+// The metadata key that marks a file as ember's output of a kind ("ember_output": id), so that
+// --force may replace it (output_guard.h).
+inline constexpr const char* kEmberOutputKey = "ember_output";
+// A .safetensors file output whose previous versions carry `"ember_output": id` in their metadata.
+OutputKind safetensors_output(const std::string& id, const std::string& name);
+// True when the file is a readable safetensors file whose metadata says ember wrote it as `id`.
+bool is_ember_safetensors(const std::filesystem::path& path, const std::string& id);
 
 // f16/bf16 <-> f32 conversions used across formats (round to nearest even).
 float f16_to_f32(uint16_t h);

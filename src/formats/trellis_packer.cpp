@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <regex>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
@@ -85,12 +86,28 @@ StageManifest plan_stage_pack(const std::map<std::string, std::vector<int64_t>>&
   return m;
 }
 
-std::vector<TensorPackReport> write_stage_pack(const fs::path& dir, const std::map<std::string, std::vector<int64_t>>& shapes,
+OutputKind stage_pack_output() {
+  return {"stage pack", true, [](const fs::path& dir) {
+            static const std::regex kShard(R"(stage-\d{3}\.bin)");
+            bool manifest = false;
+            for (const auto& e : fs::directory_iterator(dir)) {
+              const std::string name = e.path().filename().string();
+              if (name == kStageManifestFile) manifest = true;
+              else if (!std::regex_match(name, kShard)) return false;
+            }
+            return manifest;
+          }};
+}
+
+std::vector<TensorPackReport> write_stage_pack(const OutputTarget& out, const std::map<std::string, std::vector<int64_t>>& shapes,
                                                const std::function<std::vector<float>(const std::string&)>& load,
                                                const StagePackOptions& o) {
+  OutputTarget dir = out;
+  dir.kind = stage_pack_output();
+  check_output(dir);
   StageManifest m = plan_stage_pack(shapes, o);
   std::vector<TensorPackReport> reports;
-  build_directory_atomic(dir, [&](const fs::path& tmp) {
+  write_output_directory(dir, [&](const fs::path& tmp) {
     std::vector<uint8_t> shard;  // the shard being filled; written when the next one starts
     uint32_t current = 0;
     auto flush = [&] {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/output_guard.h"
 #include "formats/trellis_pack.h"
 
 namespace ember::formats {
@@ -49,10 +50,14 @@ struct TensorPackReport {
   double max_abs = 0;    // max |dequantized - source|
 };
 
-// Writes the pack to `dir` atomically (a failed run leaves nothing; an existing pack is
-// replaced only on success). `load(name)` returns the tensor's f32 values in row-major order; it
+// A stage pack directory as an output: --force may replace a directory holding only a
+// manifest.json and stage-NNN.bin shards.
+OutputKind stage_pack_output();
+
+// Writes the pack to `dir` atomically under output_guard.h's rules (checked before any tensor
+// is loaded; a failed run leaves nothing). `load(name)` returns the tensor's f32 values in row-major order; it
 // is called once per tensor, in sorted order, so a checkpoint can be read lazily.
-std::vector<TensorPackReport> write_stage_pack(const std::filesystem::path& dir,
+std::vector<TensorPackReport> write_stage_pack(const OutputTarget& dir,
                                                const std::map<std::string, std::vector<int64_t>>& shapes,
                                                const std::function<std::vector<float>(const std::string&)>& load,
                                                const StagePackOptions& options);

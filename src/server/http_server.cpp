@@ -1,6 +1,5 @@
 #include "server/http_server.h"
 
-#include <limits>
 #include <set>
 
 #include "common/error.h"
@@ -23,14 +22,20 @@ std::string route_label(const std::string& path) {
   return "other";
 }
 
-void send_error(httplib::Response& res, int status, const std::string& body) {
-  res.status = status;
-  res.set_content(body, "application/json");
+const std::string kJson = "application/json";
+
+void send_api_error(HttpResponder& res, const ApiError& e) {
+  HttpResponder::Headers h;
+  if (e.status() == 503) h.emplace_back("Retry-After", "1");
+  res.send(e.status(), kJson, dump(e.body()), h);
 }
 
-void send_api_error(httplib::Response& res, const ApiError& e) {
-  if (e.status() == 503) res.set_header("Retry-After", "1");
-  send_error(res, e.status(), dump(e.body()));
+// The body of a refusal by status, for the listener and the router alike.
+std::string refusal_body(int status, const std::string& message) {
+  const char* code = status == 413 ? "request_too_large" : status == 408 ? "request_timeout" : status == 431 ? "headers_too_large"
+                     : status == 503 ? "too_many_connections" : nullptr;
+  return error_body(message, status >= 500 && status != 503 ? "server_error" : "invalid_request_error", std::nullopt,
+                    code ? std::optional<std::string>(code) : std::nullopt);
 }
 
 bool same_key(const std::string& a, const std::string& b) {  // no early exit on the first difference
@@ -42,103 +47,93 @@ bool same_key(const std::string& a, const std::string& b) {  // no early exit on
 }  // namespace
 
 HttpServer::HttpServer(llm::Session& session, Scheduler& scheduler, const ServerOptions& options)
-    : session_(session), scheduler_(scheduler), options_(options), http_(std::make_unique<httplib::Server>()) {
-  const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max<uint32_t>(32, 2 * (scheduler.parallel() + 32) + 8));
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http_->set_payload_max_length(options.max_body_bytes);
-  // No cap on requests per keep-alive connection: clients (and nginx upstream pools) reuse connections
-  // for as long as they like; idle ones still time out.
-  http_->set_keep_alive_max_count(std::numeric_limits<size_t>::max());
-  http_->set_tcp_nodelay(true);  // headers and body go out as separate writes: no Nagle delay between them
+    : session_(session), scheduler_(scheduler), options_(options) {
+  if (options.max_body_bytes == 0) throw Error("the body limit must be positive", "--max-body");
+  ListenerOptions lo;
+  lo.host = options.host;
+  lo.port = options.port;
+  lo.limits.max_body_bytes = options.max_body_bytes;
+  // Workers run complete requests only (reading is the poll thread's): one per slot and queued
+  // request waiting on its generation, and some for the quick routes.
+  lo.workers = options.threads > 0 ? options.threads : static_cast<int>(std::max<uint32_t>(32, 2 * (scheduler.parallel() + 32) + 8));
+  lo.max_per_client = options.max_client_connections;
+  auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
+  lo.head_timeout = ms(options.header_timeout_s);
+  lo.body_timeout = ms(options.body_timeout_s);
+  listener_ = std::make_unique<HttpListener>(
+      lo, [this](const HttpRequest& req, HttpResponder& res) { handle(req, res); },
+      [this](int status, const std::string& message, const std::string&) {
+        metrics_.request("other", status);
+        return refusal_body(status, message);
+      },
+      [this](ListenerEvent e) {
+        static const char* names[] = {"accepted", "rejected_per_client", "rejected_capacity", "timed_out", "reset"};
+        metrics_.connection(names[static_cast<int>(e)]);
+      });
   scheduler_.on_done = [this](const Job& job) {
     metrics_.generation(static_cast<uint32_t>(job.request().prompt.size()), job.generated(), job.ttft_seconds(), job.decode_tokens_per_second());
   };
-  routes();
 }
 
 HttpServer::~HttpServer() = default;
 
-int HttpServer::bind() {
-  int port = options_.port;
-  bool ok = port == 0 ? (port = http_->bind_to_any_port(options_.host)) > 0 : http_->bind_to_port(options_.host, port);
-  if (!ok)
-    throw Error("cannot listen on " + options_.host + ":" + std::to_string(options_.port), "--host/--port",
-                "pick a free port (or --port 0 for any) and an address of this machine");
-  return port;
+int HttpServer::bind() { return listener_->bind(); }
+void HttpServer::listen() { listener_->run(); }
+void HttpServer::stop() { listener_->stop(); }
+
+void HttpServer::handle(const HttpRequest& req, HttpResponder& res) {
+  try {
+    route(req, res);
+  } catch (const ApiError& e) {
+    if (!res.started()) send_api_error(res, e);
+  } catch (const std::exception& e) {
+    if (!res.started()) res.send(500, kJson, error_body(std::string("internal error: ") + e.what(), "server_error"));
+  }
+  metrics_.request(route_label(req.path), res.status());
 }
 
-void HttpServer::listen() { http_->listen_after_bind(); }
-void HttpServer::stop() { http_->stop(); }
+void HttpServer::route(const HttpRequest& req, HttpResponder& res) {
+  const std::string& path = req.path;
+  if (!options_.api_key.empty() && path.rfind("/v1/", 0) == 0) {
+    const std::string auth = req.header("authorization");
+    if (auth.rfind("Bearer ", 0) != 0 || !same_key(auth.substr(7), options_.api_key))
+      return (void)res.send(401, kJson,
+                            error_body(auth.empty() ? "missing API key: send 'Authorization: Bearer KEY'" : "incorrect API key provided",
+                                       "invalid_request_error", std::nullopt, "invalid_api_key"),
+                            {{"WWW-Authenticate", "Bearer"}});
+  }
+  const bool post_route = path == "/v1/chat/completions" || path == "/v1/completions";
+  const bool get_route = (kRoutes.count(path) && !post_route) || path.rfind("/v1/models/", 0) == 0;
+  if (!post_route && !get_route)
+    return (void)res.send(404, kJson, error_body("unknown route " + req.method + " " + path, "invalid_request_error", std::nullopt, "not_found"));
+  if (req.method != (post_route ? "POST" : "GET"))
+    return (void)res.send(405, kJson,
+                          error_body("method " + req.method + " is not allowed on " + path + " (use " + (post_route ? "POST" : "GET") + ")",
+                                     "invalid_request_error", std::nullopt, "method_not_allowed"),
+                          {{"Allow", post_route ? "POST" : "GET"}});
+  if (post_route) return generation(req, res, path == "/v1/chat/completions");
 
-void HttpServer::routes() {
-  auto& h = *http_;
-  h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (options_.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-    const std::string auth = req.get_header_value("Authorization");
-    if (auth.rfind("Bearer ", 0) == 0 && same_key(auth.substr(7), options_.api_key)) return httplib::Server::HandlerResponse::Unhandled;
-    res.set_header("WWW-Authenticate", "Bearer");
-    send_error(res, 401, error_body(auth.empty() ? "missing API key: send 'Authorization: Bearer KEY'" : "incorrect API key provided",
-                                    "invalid_request_error", std::nullopt, "invalid_api_key"));
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  // Failures httplib detects itself (no route, body too large, bad request line) get JSON bodies.
-  h.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // ours already
-    if (res.status == 404 && kRoutes.count(req.path)) {
-      const bool post = req.path.rfind("/v1/c", 0) == 0;
-      res.set_header("Allow", post ? "POST" : "GET");
-      send_error(res, 405, error_body("method " + req.method + " is not allowed on " + req.path + " (use " + (post ? "POST" : "GET") + ")",
-                                      "invalid_request_error", std::nullopt, "method_not_allowed"));
-    } else if (res.status == 404) {
-      send_error(res, 404, error_body("unknown route " + req.method + " " + req.path, "invalid_request_error", std::nullopt, "not_found"));
-    } else if (res.status == 413) {
-      send_error(res, 413, error_body("the request body is larger than the server's limit", "invalid_request_error", std::nullopt,
-                                      "request_too_large"));
-    } else {
-      send_error(res, res.status, error_body("the request could not be handled (HTTP " + std::to_string(res.status) + ")",
-                                             res.status >= 500 ? "server_error" : "invalid_request_error"));
-    }
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  h.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    try {
-      std::rethrow_exception(ep);
-    } catch (const ApiError& e) {
-      send_api_error(res, e);
-    } catch (const std::exception& e) {
-      send_error(res, 500, error_body(std::string("internal error: ") + e.what(), "server_error"));
-    } catch (...) {
-      send_error(res, 500, error_body("internal error", "server_error"));
-    }
-  });
-  h.set_logger([this](const httplib::Request& req, const httplib::Response& res) { metrics_.request(route_label(req.path), res.status); });
-
-  h.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { generation(req, res, true); });
-  h.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { generation(req, res, false); });
   auto model_json = [this] {
     return json{{"id", options_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "ember"},
                 {"context_length", scheduler_.capacity()}};
   };
-  h.Get("/v1/models", [model_json](const httplib::Request&, httplib::Response& res) {
-    res.set_content(dump(json{{"object", "list"}, {"data", json::array({model_json()})}}), "application/json");
-  });
-  h.Get(R"(/v1/models/(.+))", [this, model_json](const httplib::Request& req, httplib::Response& res) {
-    if (req.matches[1] != options_.model_name)
-      return send_error(res, 404, error_body("the model '" + std::string(req.matches[1]) + "' does not exist", "invalid_request_error",
-                                             "model", "model_not_found"));
-    res.set_content(dump(model_json()), "application/json");
-  });
-  h.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(dump(json{{"status", "ok"}, {"slots", scheduler_.parallel()}, {"active", scheduler_.active()}, {"queued", scheduler_.queued()}}),
-                    "application/json");
-  });
-  h.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_.render(scheduler_.queued(), scheduler_.active(), scheduler_.parallel(), scheduler_.steps(), scheduler_.batched_rows()),
-                    "text/plain; version=0.0.4");
-  });
+  if (path == "/v1/models") {
+    res.send(200, kJson, dump(json{{"object", "list"}, {"data", json::array({model_json()})}}));
+  } else if (path.rfind("/v1/models/", 0) == 0) {
+    const std::string id = path.substr(11);
+    if (id != options_.model_name)
+      return (void)res.send(404, kJson, error_body("the model '" + id + "' does not exist", "invalid_request_error", "model", "model_not_found"));
+    res.send(200, kJson, dump(model_json()));
+  } else if (path == "/health") {
+    res.send(200, kJson, dump(json{{"status", "ok"}, {"slots", scheduler_.parallel()}, {"active", scheduler_.active()}, {"queued", scheduler_.queued()}}));
+  } else {  // /metrics
+    res.send(200, "text/plain; version=0.0.4",
+             metrics_.render(scheduler_.queued(), scheduler_.active(), scheduler_.parallel(), scheduler_.steps(), scheduler_.batched_rows(),
+                             listener_->open_connections()));
+  }
 }
 
-void HttpServer::generation(const httplib::Request& req, httplib::Response& res, bool chat) {
+void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool chat) {
   ParseLimits limits{.capacity = scheduler_.capacity(), .default_max_tokens = options_.default_max_tokens,
                      .max_tokens_cap = options_.max_tokens_cap};
   const auto& tok = session_.tokenizer();
@@ -159,63 +154,57 @@ void HttpServer::generation(const httplib::Request& req, httplib::Response& res,
     return send_api_error(res, e);
   }
   const ResponseMeta meta = new_meta(chat, options_.model_name);
+  constexpr auto kPoll = std::chrono::milliseconds(100);  // how soon a vanished client frees its slot
 
   if (!stream) {
     std::string text;
     Job::Update u;
     do {
-      u = job->wait(std::chrono::milliseconds(1000));
+      u = job->wait(kPoll);
       text += u.text;
+      if (!u.done && res.client_gone()) {  // nobody will read the answer: free the slot now
+        job->cancel();
+        return res.abandon();
+      }
     } while (!u.done);
-    if (u.finish == Finish::Error) return send_error(res, 500, error_body(u.error, "server_error"));
-    res.set_content(dump(full_response(meta, text, u.finish, {usage0.prompt_tokens, u.completion_tokens})), "application/json");
+    if (u.finish == Finish::Error) return (void)res.send(500, kJson, error_body(u.error, "server_error"));
+    res.send(200, kJson, dump(full_response(meta, text, u.finish, {usage0.prompt_tokens, u.completion_tokens})));
     return;
   }
 
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");  // nginx: pass events through unbuffered
-  struct StreamState {
-    bool started = false, finished = false;
-    Clock::time_point last_write = Clock::now();
+  // X-Accel-Buffering: nginx passes the events through unbuffered.
+  auto gone = [&] {
+    job->cancel();
+    res.abandon();
   };
-  auto st = std::make_shared<StreamState>();
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [job, meta, usage0, include_usage, st](size_t, httplib::DataSink& sink) {
-        auto send = [&](const std::string& s) {
-          if (!sink.write(s.data(), s.size())) {  // the client is gone: free its slot
-            job->cancel();
-            return false;
-          }
-          st->last_write = Clock::now();
-          return true;
-        };
-        if (!st->started) {
-          st->started = true;
-          if (meta.chat) return send(sse_event(stream_chunk(meta, "", std::nullopt, true)));
-        }
-        Job::Update u = job->wait(std::chrono::milliseconds(250));
-        if (!u.text.empty() && !send(sse_event(stream_chunk(meta, u.text, std::nullopt, false)))) return false;
-        if (!u.done) {
-          // An SSE comment now and then: clients ignore it, and it finds a client gone while queued.
-          if (Clock::now() - st->last_write > std::chrono::seconds(2)) return send(": keep-alive\n\n");
-          return true;
-        }
-        std::string tail;
-        if (u.finish == Finish::Error)
-          tail = "data: " + error_body(u.error, "server_error") + "\n\n";
-        else
-          tail = sse_event(stream_chunk(meta, "", u.finish, false));
-        if (include_usage && u.finish != Finish::Error) tail += sse_event(usage_chunk(meta, {usage0.prompt_tokens, u.completion_tokens}));
-        tail += kSseDone;
-        if (!send(tail)) return false;
-        st->finished = true;
-        sink.done();
-        return true;
-      },
-      [job](bool success) {
-        if (!success) job->cancel();
-      });
+  if (!res.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}})) return gone();
+  if (meta.chat && !res.write(sse_event(stream_chunk(meta, "", std::nullopt, true)))) return gone();
+  auto last_write = Clock::now();
+  while (true) {
+    Job::Update u = job->wait(kPoll);
+    if (!u.text.empty()) {
+      if (!res.write(sse_event(stream_chunk(meta, u.text, std::nullopt, false)))) return gone();
+      last_write = Clock::now();
+    }
+    if (!u.done) {
+      // An SSE comment now and then: clients ignore it, and it finds a client gone while queued.
+      if (res.client_gone()) return gone();
+      if (Clock::now() - last_write > std::chrono::seconds(2)) {
+        if (!res.write(": keep-alive\n\n")) return gone();
+        last_write = Clock::now();
+      }
+      continue;
+    }
+    std::string tail;
+    if (u.finish == Finish::Error)
+      tail = "data: " + error_body(u.error, "server_error") + "\n\n";
+    else
+      tail = sse_event(stream_chunk(meta, "", u.finish, false));
+    if (include_usage && u.finish != Finish::Error) tail += sse_event(usage_chunk(meta, {usage0.prompt_tokens, u.completion_tokens}));
+    tail += kSseDone;
+    if (!res.write(tail) || !res.end_stream()) return gone();
+    return;
+  }
 }
 
 }  // namespace ember::server

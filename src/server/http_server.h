@@ -1,6 +1,6 @@
-// The HTTP face of `ember serve` (cpp-httplib): OpenAI's routes over the scheduler, API-key
-// check, body limit, OpenAI-style error bodies for every failure (400/401/404/405/413/500/503)
-// and per-route request metrics.
+// The HTTP face of `ember serve`: OpenAI's routes over the scheduler, API-key check, OpenAI-style
+// error bodies for every failure (400/401/404/405/408/413/431/500/503) and per-route request
+// metrics. The sockets, limits and deadlines are http_listener.h's.
 //
 //   POST /v1/chat/completions   POST /v1/completions   GET /v1/models[/{id}]
 //   GET /health                 GET /metrics (Prometheus text; no API key needed, like /health)
@@ -10,9 +10,8 @@
 #include <memory>
 #include <string>
 
-#include <httplib.h>
-
 #include "llm/session.h"
+#include "server/http_listener.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
 
@@ -23,7 +22,10 @@ struct ServerOptions {
   int port = 8080;                 // 0 = any free port (bind() returns it)
   std::string api_key;             // empty = no check; else "Authorization: Bearer KEY" on /v1/*
   std::string model_name;          // the id /v1/models reports and responses carry
-  size_t max_body_bytes = 1 << 20; // larger bodies get 413
+  size_t max_body_bytes = 1 << 20; // larger bodies get 413, whatever their framing
+  size_t max_client_connections = 128;  // open connections from one address (0 = no cap; raise it behind a proxy)
+  double header_timeout_s = 10;    // a request's head must arrive within this (408 beyond)
+  double body_timeout_s = 60;      // and its body within this after the head
   uint32_t default_max_tokens = 256;
   uint32_t max_tokens_cap = 0;     // per-request max_tokens are lowered to this (0 = only the context bounds them)
   int threads = 0;                 // HTTP worker threads (0 = enough for slots + queue + idle keep-alives)
@@ -33,7 +35,7 @@ class HttpServer {
  public:
   HttpServer(llm::Session& session, Scheduler& scheduler, const ServerOptions& options);
   ~HttpServer();
-  // Binds the listening socket; returns the port. Throws ember::Error when it cannot.
+  // Binds the listening socket exclusively; returns the port. Throws ember::Error when it cannot.
   int bind();
   // Serves until stop(); returns after every worker has finished its connection.
   void listen();
@@ -41,14 +43,15 @@ class HttpServer {
   Metrics& metrics() { return metrics_; }
 
  private:
-  void routes();
-  void generation(const httplib::Request& req, httplib::Response& res, bool chat);
+  void handle(const HttpRequest& req, HttpResponder& res);
+  void route(const HttpRequest& req, HttpResponder& res);
+  void generation(const HttpRequest& req, HttpResponder& res, bool chat);
 
   llm::Session& session_;
   Scheduler& scheduler_;
   ServerOptions options_;
   Metrics metrics_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<HttpListener> listener_;
 };
 
 }  // namespace ember::server

@@ -39,6 +39,11 @@ void Metrics::request(const std::string& route, int status) {
   requests_[{route, status}]++;
 }
 
+void Metrics::connection(const std::string& event) {
+  std::lock_guard lock(mutex_);
+  connections_[event]++;
+}
+
 void Metrics::generation(uint32_t prompt_tokens, uint32_t completion_tokens, double ttft_s, double tokens_per_s) {
   std::lock_guard lock(mutex_);
   prompt_tokens_ += prompt_tokens;
@@ -47,12 +52,30 @@ void Metrics::generation(uint32_t prompt_tokens, uint32_t completion_tokens, dou
   if (completion_tokens > 1) tokens_per_s_.observe(tokens_per_s);
 }
 
-std::string Metrics::render(uint32_t queued, uint32_t active, uint32_t slots, uint64_t steps, uint64_t batched_rows) const {
+std::string Metrics::render(uint32_t queued, uint32_t active, uint32_t slots, uint64_t steps, uint64_t batched_rows, size_t open_connections) const {
   std::lock_guard lock(mutex_);
   std::string out;
   out += "# HELP ember_requests_total HTTP requests by route and status.\n# TYPE ember_requests_total counter\n";
   for (const auto& [key, n] : requests_)
     out += "ember_requests_total{route=\"" + key.first + "\",status=\"" + std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
+  auto count = [&](const std::string& event) {
+    auto it = connections_.find(event);
+    return std::to_string(it == connections_.end() ? 0 : it->second);
+  };
+  out += "# HELP ember_connections_total TCP connections accepted (refused ones included).\n# TYPE ember_connections_total counter\n";
+  out += "ember_connections_total " + count("accepted") + "\n";
+  out += "# HELP ember_connections_open Connections open now.\n# TYPE ember_connections_open gauge\n";
+  out += "ember_connections_open " + std::to_string(open_connections) + "\n";
+  out += "# HELP ember_connections_rejected_total Connections answered 503 and closed: over the per-client or the total cap.\n"
+         "# TYPE ember_connections_rejected_total counter\n";
+  out += "ember_connections_rejected_total{reason=\"per_client\"} " + count("rejected_per_client") + "\n";
+  out += "ember_connections_rejected_total{reason=\"capacity\"} " + count("rejected_capacity") + "\n";
+  out += "# HELP ember_connections_timed_out_total Requests whose head or body did not arrive in time (408).\n"
+         "# TYPE ember_connections_timed_out_total counter\n";
+  out += "ember_connections_timed_out_total " + count("timed_out") + "\n";
+  out += "# HELP ember_connections_reset_total Connections the client reset or closed in the middle of a request.\n"
+         "# TYPE ember_connections_reset_total counter\n";
+  out += "ember_connections_reset_total " + count("reset") + "\n";
   out += "# HELP ember_prompt_tokens_total Prompt tokens of finished generations.\n# TYPE ember_prompt_tokens_total counter\n";
   out += "ember_prompt_tokens_total " + std::to_string(prompt_tokens_) + "\n";
   out += "# HELP ember_completion_tokens_total Generated tokens.\n# TYPE ember_completion_tokens_total counter\n";

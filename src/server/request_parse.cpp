@@ -129,7 +129,8 @@ void common_fields(const json& obj, ParsedRequest& r, const ParseLimits& limits)
   if (auto rp = number(obj, "repetition_penalty", 0.01, 10)) s.repeat_penalty = static_cast<float>(*rp);
   else s.repeat_penalty = static_cast<float>(std::clamp(1.0 + (presence + frequency) / 2, 0.5, 2.0));
   s.repeat_last_n = 64;
-  if (auto seed = integer(obj, "seed", INT64_MIN, INT64_MAX)) s.seed = static_cast<uint64_t>(*seed);
+  // -1 asks for a random seed, as llama.cpp's server does.
+  if (auto seed = integer(obj, "seed", INT64_MIN, INT64_MAX); seed && *seed != -1) s.seed = static_cast<uint64_t>(*seed);
   else s.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
   // max_completion_tokens is the newer name of max_tokens.
   auto mt = integer(obj, "max_completion_tokens", 1, INT32_MAX);

@@ -91,7 +91,7 @@ ClipCheckpoint open_clip_checkpoint(const fs::path& dir) {
   return c;
 }
 
-std::vector<formats::TensorPackReport> pack_clip_text_stage(const ClipCheckpoint& ckpt, const fs::path& out,
+std::vector<formats::TensorPackReport> pack_clip_text_stage(const ClipCheckpoint& ckpt, const OutputTarget& out,
                                                             formats::StagePackOptions o) {
   o.stage = kTextEncoderStage;
   o.side_files[kTokenizerFile] = ckpt.tokenizer_json;

@@ -35,7 +35,7 @@ ClipCheckpoint open_clip_checkpoint(const std::filesystem::path& dir);
 
 // The stage pack: tensors under CLIPTextModel's names (int8 / raw f16 by the seed's rule), plus
 // config.json (the text config) and tokenizer.json as side files. Atomic, like write_stage_pack.
-std::vector<formats::TensorPackReport> pack_clip_text_stage(const ClipCheckpoint& ckpt, const std::filesystem::path& out,
+std::vector<formats::TensorPackReport> pack_clip_text_stage(const ClipCheckpoint& ckpt, const OutputTarget& out,
                                                             formats::StagePackOptions options);
 
 // A small CLIP-style tokenizer.json (openai/clip-vit-large-patch14's pipeline: NFC + whitespace
