@@ -12,6 +12,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "formats/npy.h"
 #include "gpu_fixture.h"
 #include "lfm2_test_pack.h"
 #include "llm/generator.h"
@@ -122,9 +123,12 @@ TEST(Lfm2Golden, SelfCheckPassesAndAWrongNormWeightFails) {
   for (const auto& c : checks) {
     const bool before = c.name == "model.embed_tokens" || c.name.rfind("model.layers.0", 0) == 0 || c.name == "model.layers.1.operator_norm" ||
                         c.name.rfind("model.layers.1.self_attn", 0) == 0 || c.name.rfind("model.layers.1.conv", 0) == 0;
-    if (before) EXPECT_TRUE(c.passed(kTolerance)) << c.name << "\n" << table;
-    if (c.name == "model.layers.1.ffn_norm" || c.name == "model.layers.1.feed_forward" || c.name == "lm_head")
+    if (before) {
+      EXPECT_TRUE(c.passed(kTolerance)) << c.name << "\n" << table;
+    }
+    if (c.name == "model.layers.1.ffn_norm" || c.name == "model.layers.1.feed_forward" || c.name == "lm_head") {
       EXPECT_FALSE(c.passed(kTolerance)) << c.name << "\n" << table;
+    }
   }
   EXPECT_NE(table.find("FAIL"), std::string::npos);
 

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <map>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
