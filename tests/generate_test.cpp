@@ -11,6 +11,7 @@
 #include "gpu_fixture.h"
 #include "lfm2_test_pack.h"
 #include "llm/generator.h"
+#include "llm/session.h"
 
 using namespace ember;
 namespace fs = std::filesystem;
@@ -276,21 +277,21 @@ TEST_F(GenerateCli, TokensFileGeneratesFromExactlyTheseIds) {
   EXPECT_EQ(j["prompt_tokens"], ids.size());  // no BOS added
   const auto got = j["ids"].get<std::vector<uint32_t>>();
 
-  // The reference's greedy continuation (the tokenizer's size bounds what may be sampled).
-  auto p = formats::LlmPack::open(pack());
-  llm::Lfm2Model model(test::test_device(), test::test_kernels(), p, {.prefill_chunk = 16, .quiet = true});
-  auto weights = test::reference_weights(p, model.choices().down_copy());
+  // The reference's greedy continuation among the ids the tokenizer has (what ember samples from),
+  // and the library's generator as the CLI's session makes it.
+  llm::Session session(pack(), {.model = {.prefill_chunk = 16, .quiet = true}});
+  const uint32_t sample_vocab = std::min<uint32_t>(static_cast<uint32_t>(session.tokenizer().vocab_size()), session.model().vocab());
+  auto weights = test::reference_weights(session.pack(), session.model().choices().down_copy());
   reference::Lfm2Reference ref(weights);
   std::vector<float> logits;
   for (uint32_t id : ids) logits = ref.step(id);
   std::vector<uint32_t> want;
   for (size_t i = 0; i < got.size(); i++) {
-    want.push_back(argmax(logits));
+    want.push_back(argmax(std::vector<float>(logits.begin(), logits.begin() + sample_vocab)));
     logits = ref.step(want.back());
   }
   EXPECT_EQ(got, want);
-  llm::Generator gen(model);
-  std::vector<uint32_t> lib = generate(gen, ids, kGreedy, static_cast<uint32_t>(got.size()), 4, 2);
+  std::vector<uint32_t> lib = generate(session.generator(), ids, kGreedy, static_cast<uint32_t>(got.size()), 4, 2);
   EXPECT_EQ(got, lib);
 
   auto r32 = test::run_ember("generate --model " + pack().string() + " --tokens-file " + (dir / "ids_u32.npy").string() +
