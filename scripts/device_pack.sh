@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 mkdir -p .dev/bin .dev/libs .dev/debs
-cp build/ember build/ember_tests build/serve_load node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so .dev/bin/
+cp build/ember build/ember_tests build/ember_golden_check build/serve_load node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so .dev/bin/
 # A/B runs against earlier builds (scripts/ab.sh fills .dev/base): .dev/base/ember ships as
 # ember_base, .dev/base/ember_NAME as is.
 if [ -f .dev/base/ember ]; then cp .dev/base/ember .dev/bin/ember_base; fi

@@ -7,9 +7,11 @@
 #include "cli_util.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "formats/npy.h"
 #include "gpu_fixture.h"
 #include "lfm2_test_pack.h"
 #include "llm/generator.h"
+#include "llm/session.h"
 
 using namespace ember;
 namespace fs = std::filesystem;
@@ -252,4 +254,65 @@ TEST_F(GenerateCli, ChatKeepsHistoryAndResets) {
     if (l.rfind("> ", 0) == 0 && l.size() > 2) replies.push_back(l.substr(2));
   ASSERT_GE(replies.size(), 3u) << r.out;
   EXPECT_EQ(replies[0], replies.back());
+}
+
+// --tokens-file: exactly the ids given (no template, no BOS), as transformers' generate takes
+// input_ids: the greedy ids are the CPU reference's greedy continuation of those ids, and the same
+// as the library's generator on them; the npy's integer types all work; bad files are errors.
+TEST_F(GenerateCli, TokensFileGeneratesFromExactlyTheseIds) {
+  fs::path dir = fs::temp_directory_path() / ("ember_generate_ids_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::vector<uint32_t> ids = {1, 17, 200, 33, 4, 99};
+  const int64_t n = static_cast<int64_t>(ids.size());
+  std::vector<int64_t> i64(ids.begin(), ids.end());
+  formats::write_npy(dir / "ids.npy", formats::NpyDType::I64, std::span<const int64_t>(&n, 1),
+                     std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(i64.data()), i64.size() * 8));
+  formats::write_npy(dir / "ids_u32.npy", formats::NpyDType::U32, std::span<const int64_t>(&n, 1),
+                     std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(ids.data()), ids.size() * 4));
+  auto r = test::run_ember("generate --model " + pack().string() + " --tokens-file " + (dir / "ids.npy").string() +
+                           " -n 8 --temperature 0 --json --quiet");
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["prompt_tokens"], ids.size());  // no BOS added
+  const auto got = j["ids"].get<std::vector<uint32_t>>();
+
+  // The reference's greedy continuation among the ids the tokenizer has (what ember samples from),
+  // and the library's generator as the CLI's session makes it.
+  llm::Session session(pack(), {.model = {.prefill_chunk = 16, .quiet = true}});
+  const uint32_t sample_vocab = std::min<uint32_t>(static_cast<uint32_t>(session.tokenizer().vocab_size()), session.model().vocab());
+  auto weights = test::reference_weights(session.pack(), session.model().choices().down_copy());
+  reference::Lfm2Reference ref(weights);
+  std::vector<float> logits;
+  for (uint32_t id : ids) logits = ref.step(id);
+  std::vector<uint32_t> want;
+  for (size_t i = 0; i < got.size(); i++) {
+    want.push_back(argmax(std::vector<float>(logits.begin(), logits.begin() + sample_vocab)));
+    logits = ref.step(want.back());
+  }
+  EXPECT_EQ(got, want);
+  std::vector<uint32_t> lib = generate(session.generator(), ids, kGreedy, static_cast<uint32_t>(got.size()), 4, 2);
+  EXPECT_EQ(got, lib);
+
+  auto r32 = test::run_ember("generate --model " + pack().string() + " --tokens-file " + (dir / "ids_u32.npy").string() +
+                             " -n 8 --temperature 0 --json --quiet");
+  ASSERT_EQ(r32.status, 0) << r32.out;
+  EXPECT_EQ(nlohmann::json::parse(r32.out)["ids"].get<std::vector<uint32_t>>(), got);
+
+  // Errors: an id outside the vocabulary, naming the file and the index; --prompt beside it; no input.
+  const std::vector<int64_t> bad = {3, 100000};
+  const int64_t two = 2;
+  formats::write_npy(dir / "bad.npy", formats::NpyDType::I64, std::span<const int64_t>(&two, 1),
+                     std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bad.data()), bad.size() * 8));
+  auto e = test::run_ember("generate --model " + pack().string() + " --tokens-file " + (dir / "bad.npy").string());
+  EXPECT_NE(e.status, 0);
+  EXPECT_NE(e.out.find("bad.npy"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("index 1"), std::string::npos) << e.out;
+  auto both = test::run_ember("generate --model " + pack().string() + " --tokens-file " + (dir / "ids.npy").string() + " --prompt x");
+  EXPECT_NE(both.status, 0);
+  EXPECT_NE(both.out.find("--prompt"), std::string::npos) << both.out;
+  auto none = test::run_ember("generate --model " + pack().string());
+  EXPECT_NE(none.status, 0);
+  EXPECT_NE(none.out.find("--tokens-file"), std::string::npos) << none.out;
+  fs::remove_all(dir);
 }

@@ -3,9 +3,11 @@
 #include <memory>
 
 #include "cli/llm_options.h"
+#include "cli/token_ids.h"
 #include "common/error.h"
 #include "formats/npy.h"
 #include "llm/chat_template.h"
+#include "llm/logits.h"
 
 namespace ember::cli {
 
@@ -13,16 +15,22 @@ void add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "generate text from a prompt on the GPU, streaming tokens as they come");
   struct Opts {
     LlmOptions llm;
-    std::string prompt, dump_logits;
+    std::string prompt, tokens_file, dump_logits;
     uint32_t n = 128;
     bool chat = false, json = false, raw = false;
+    CLI::Option* prompt_option = nullptr;
   };
   auto o = std::make_shared<Opts>();
   o->llm.add_to(*cmd);
-  cmd->add_option("--prompt,-p", o->prompt, "prompt text")->required();
+  auto* prompt = cmd->add_option("--prompt,-p", o->prompt, "prompt text");
+  auto* tokens_file = cmd->add_option("--tokens-file", o->tokens_file,
+                                      "the prompt as exactly these token ids, a 1-D .npy of int32, int64 or uint32 (no template, no BOS "
+                                      "added: as ember logits and transformers' generate take them)");
   cmd->add_option("-n,--max-tokens", o->n, "tokens to generate at most")->capture_default_str();
-  cmd->add_flag("--chat", o->chat, "wrap the prompt as one user turn of the chat template");
-  cmd->add_flag("--raw", o->raw, "no special tokens added to the prompt (no BOS)");
+  auto* chat = cmd->add_flag("--chat", o->chat, "wrap the prompt as one user turn of the chat template");
+  auto* raw = cmd->add_flag("--raw", o->raw, "no special tokens added to the prompt (no BOS)");
+  tokens_file->excludes(prompt)->excludes(chat)->excludes(raw);
+  o->prompt_option = prompt;
   cmd->add_flag("--json", o->json, "print one JSON object at the end (text, ids, statistics) instead of streaming");
   cmd->add_option("--dump-logits", o->dump_logits,
                   "write every generated step's logits to FILE.npy, f32 [steps, vocab]: what the sampler read, before the "
@@ -31,14 +39,19 @@ void add_generate_command(CLI::App& app) {
     o->llm.finish_sampling("ember generate");
     if (!o->dump_logits.empty()) check_output(formats::npy_output(o->dump_logits, "--dump-logits"));  // before the model loads
     if (o->n < 1) throw Error("-n must be at least 1", "-n");
+    const bool from_file = !o->tokens_file.empty();
+    if (!from_file && o->prompt_option->count() == 0) throw Error("no prompt", "ember generate", "give --prompt TEXT or --tokens-file IDS.npy");
+    const std::vector<uint32_t> file_ids = from_file ? read_token_file(o->tokens_file) : std::vector<uint32_t>{};
     llm::Session session(o->llm.model, o->llm.session());
     const auto& tok = session.tokenizer();
-    std::vector<uint32_t> prompt = o->chat ? llm::encode_lfm2_chat(tok, {{"user", o->prompt}}, true)
-                                           : tok.encode(o->prompt, !o->raw);
+    std::vector<uint32_t> prompt = from_file ? file_ids
+                                   : o->chat ? llm::encode_lfm2_chat(tok, {{"user", o->prompt}}, true)
+                                             : tok.encode(o->prompt, !o->raw);
+    if (from_file) llm::check_token_ids(session.model(), prompt, "--tokens-file " + o->tokens_file);
     if (prompt.size() >= session.model().capacity())
       throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens but the model holds " +
                       std::to_string(session.model().capacity()) + " positions (maxTotalPositions)",
-                  "--prompt", "shorten the prompt");
+                  from_file ? "--tokens-file " + o->tokens_file : "--prompt", "shorten the prompt");
     llm::StreamingDetokenizer detok(tok, /*skip_special_tokens=*/true);
     std::vector<uint32_t> ids;
     std::string text;

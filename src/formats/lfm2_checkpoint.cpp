@@ -25,8 +25,12 @@ int64_t Lfm2Config::ffn() const {
   int64_t f = intermediate_size;
   if (block_auto_adjust_ff_dim) {
     f = 2 * f / 3;  // int(2 * intermediate_size / 3) for positive sizes
-    if (block_ffn_dim_multiplier) f = static_cast<int64_t>(*block_ffn_dim_multiplier * static_cast<double>(f));
-    f = block_multiple_of * ((f + block_multiple_of - 1) / block_multiple_of);
+    // transformers' Lfm2MLP rounds up to block_multiple_of only together with the multiplier
+    // (an explicit null multiplier keeps the 2/3 width as it is).
+    if (block_ffn_dim_multiplier) {
+      f = static_cast<int64_t>(*block_ffn_dim_multiplier * static_cast<double>(f));
+      f = block_multiple_of * ((f + block_multiple_of - 1) / block_multiple_of);
+    }
   }
   return f;
 }
@@ -39,13 +43,17 @@ Lfm2Config parse_lfm2_config(const OrderedJson& j, const std::string& where) {
   Lfm2Config c;
   try {
     c.hidden_size = need_int(j, "hidden_size", where);
-    c.intermediate_size = need_int(j, "intermediate_size", where);
+    // transformers' Lfm2Config takes block_ff_dim (the released files' original key) over
+    // intermediate_size: LFM2-1.2B's config.json has intermediate_size 8192 (the width after the
+    // 2/3 rule) beside block_ff_dim 12288, from which the rule gives that 8192.
+    c.intermediate_size = j.contains("block_ff_dim") ? need_int(j, "block_ff_dim", where) : need_int(j, "intermediate_size", where);
     c.num_attention_heads = need_int(j, "num_attention_heads", where);
     c.num_key_value_heads = need_int(j, "num_key_value_heads", where);
     c.vocab_size = need_int(j, "vocab_size", where);
     c.block_auto_adjust_ff_dim = opt<bool>(j, "block_auto_adjust_ff_dim", true);
-    if (j.contains("block_ffn_dim_multiplier") && !j["block_ffn_dim_multiplier"].is_null())
-      c.block_ffn_dim_multiplier = j["block_ffn_dim_multiplier"].get<double>();
+    // Absent means transformers' default, 1.0; only an explicit null turns the multiplier off.
+    if (!j.contains("block_ffn_dim_multiplier")) c.block_ffn_dim_multiplier = 1.0;
+    else if (!j["block_ffn_dim_multiplier"].is_null()) c.block_ffn_dim_multiplier = j["block_ffn_dim_multiplier"].get<double>();
     c.block_multiple_of = opt<int64_t>(j, "block_multiple_of", 256);
     c.head_dim = opt<int64_t>(j, "head_dim", c.num_attention_heads ? c.hidden_size / c.num_attention_heads : 0);
     c.conv_L_cache = opt<int64_t>(j, "conv_L_cache", 3);
@@ -55,9 +63,9 @@ Lfm2Config parse_lfm2_config(const OrderedJson& j, const std::string& where) {
     if (j.contains("rope_parameters") && j["rope_parameters"].is_object() && j["rope_parameters"].contains("rope_theta"))
       c.rope_theta = j["rope_parameters"]["rope_theta"].get<double>();
     else
-      c.rope_theta = opt<double>(j, "rope_theta", 1000000.0);
+      c.rope_theta = opt<double>(j, "theta", opt<double>(j, "rope_theta", 1000000.0));
     c.max_position_embeddings = opt<int64_t>(j, "max_position_embeddings", 128000);
-    c.tie_word_embeddings = opt<bool>(j, "tie_word_embeddings", true);
+    c.tie_word_embeddings = opt<bool>(j, "tie_embedding", opt<bool>(j, "tie_word_embeddings", true));  // the original key first, as transformers
     if (j.contains("layer_types")) {
       for (const auto& t : j["layer_types"]) {
         std::string s = t.get<std::string>();
@@ -103,9 +111,14 @@ OrderedJson to_json(const Lfm2Config& c, const std::string& torch_dtype) {
                    {"pad_token_id", 0},
                    {"bos_token_id", 1},
                    {"eos_token_id", 4},
+                   {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", c.rope_theta}}},
+                   // transformers 5 reads "dtype" (and loads in it by default: a bf16 file's
+                   // config makes a bf16 model); "torch_dtype" is its older name.
+                   {"dtype", torch_dtype},
                    {"torch_dtype", torch_dtype},
                    {"use_cache", true}};
-  if (c.block_ffn_dim_multiplier) j["block_ffn_dim_multiplier"] = *c.block_ffn_dim_multiplier;
+  // Absent reads as 1.0 (transformers' default), so "off" must be written as null.
+  j["block_ffn_dim_multiplier"] = c.block_ffn_dim_multiplier ? OrderedJson(*c.block_ffn_dim_multiplier) : OrderedJson(nullptr);
   return j;
 }
 

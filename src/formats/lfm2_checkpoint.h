@@ -29,8 +29,9 @@ struct Lfm2Config {
   int64_t max_position_embeddings = 128000;
   bool tie_word_embeddings = true;
 
-  // The MLP width transformers builds: with block_auto_adjust_ff_dim, int(2*intermediate/3),
-  // times block_ffn_dim_multiplier (truncated), rounded up to block_multiple_of.
+  // The MLP width transformers builds: with block_auto_adjust_ff_dim, int(2*intermediate/3), and
+  // where block_ffn_dim_multiplier is set (absent from config.json reads as 1.0), that times the
+  // multiplier (truncated), rounded up to block_multiple_of.
   int64_t ffn() const;
 };
 

@@ -43,6 +43,17 @@ struct Device::State {
   // Marks (see mark()): the last one handed out and the last one whose work is done. The queue
   // completes work in order, so one counter says which are done.
   mutable uint64_t marks_made = 0, marks_done = 0;
+  // Status words owed by submits (owe_status), each buffer held by a reference of its own so that
+  // a word outlives the object that owned its buffer until it is read.
+  struct Owed {
+    WGPUBuffer buffer;
+    uint64_t offset;
+    std::string what, fix;
+  };
+  mutable std::vector<Owed> owed;
+  ~State() {
+    for (const Owed& o : owed) wgpuBufferRelease(o.buffer);
+  }
 };
 
 Device::Device(std::unique_ptr<State> state) : s_(std::move(state)) {}
@@ -145,13 +156,47 @@ uint32_t Device::subgroup_size() const { return s_->description.subgroup_min; }
 
 void Device::check(const std::string& context) const {
   wgpuInstanceProcessEvents(s_->instance.get());
-  std::lock_guard lock(s_->mu);
-  if (!s_->pending_error.empty()) {
-    std::string msg = s_->pending_error;
-    // A device error is sticky: the device stays unusable, so later checks keep failing.
-    throw Error("WebGPU " + msg.substr(0, msg.size() - 1), context);
+  std::vector<State::Owed> owed;
+  {
+    std::lock_guard lock(s_->mu);
+    if (!s_->pending_error.empty()) {
+      std::string msg = s_->pending_error;
+      // A device error is sticky: the device stays unusable, so later checks keep failing.
+      throw Error("WebGPU " + msg.substr(0, msg.size() - 1), context);
+    }
+    if (s_->lost) throw Error("the WebGPU device is lost", context, "restart ember; if it repeats, update the GPU driver");
+    std::swap(owed, s_->owed);
   }
-  if (s_->lost) throw Error("the WebGPU device is lost", context, "restart ember; if it repeats, update the GPU driver");
+  if (owed.empty()) return;
+  // One copy of every owed word into one staging buffer, one map (whose own check finds none owed).
+  struct Release {
+    std::vector<State::Owed>& words;
+    ~Release() {
+      for (const State::Owed& o : words) wgpuBufferRelease(o.buffer);
+    }
+  } release{owed};
+  const uint64_t bytes = owed.size() * 4;
+  Buffer staging = create_buffer(bytes, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "status words.readback");
+  WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(get(), nullptr);
+  for (size_t i = 0; i < owed.size(); i++) wgpuCommandEncoderCopyBufferToBuffer(enc, owed[i].buffer, owed[i].offset, staging.get(), 4 * i, 4);
+  WGPUCommandBuffer cmd = wgpuCommandEncoderFinish(enc, nullptr);
+  submit(cmd);
+  wgpuCommandBufferRelease(cmd);
+  wgpuCommandEncoderRelease(enc);
+  std::vector<uint32_t> words(owed.size());
+  map_read(staging.get(), bytes, [&](const uint8_t* p) { std::memcpy(words.data(), p, bytes); });
+  for (size_t i = 0; i < owed.size(); i++)
+    if (words[i] != 0) throw Error(owed[i].what, context, owed[i].fix);
+}
+
+void Device::owe_status(std::span<const StatusWord> words) const {
+  std::lock_guard lock(s_->mu);
+  for (const StatusWord& w : words) {
+    const WGPUBuffer b = w.buffer->get();
+    if (std::any_of(s_->owed.begin(), s_->owed.end(), [&](const State::Owed& o) { return o.buffer == b && o.offset == w.offset; })) continue;
+    wgpuBufferAddRef(b);
+    s_->owed.push_back({b, w.offset, w.what, w.fix});
+  }
 }
 
 void Device::scoped(const std::string& context, const std::function<void()>& fn) const {
@@ -270,7 +315,12 @@ void Device::map_read(WGPUBuffer buffer, uint64_t size, const std::function<void
   cb.userdata1 = &m;
   wgpuBufferMapAsync(buffer, WGPUMapMode_Read, 0, size, cb);
   s_->instance.wait_until([&] { return m.done || s_->lost; });
-  check("reading back from the GPU");
+  try {
+    check("reading back from the GPU");
+  } catch (...) {
+    if (m.ok) wgpuBufferUnmap(buffer);  // the buffer can be mapped again
+    throw;
+  }
   if (!m.ok) throw Error("mapping a readback buffer failed: " + m.message, "gpu");
   read(static_cast<const uint8_t*>(wgpuBufferGetConstMappedRange(buffer, 0, size)));
   wgpuBufferUnmap(buffer);

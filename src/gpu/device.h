@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gpu/adapter.h"
+#include "gpu/status_word.h"
 
 namespace ember::gpu {
 
@@ -77,9 +78,15 @@ class Device {
   bool exact_timestamps() const;
   uint32_t subgroup_size() const;  // the adapter's minimum; kernels are written for any size in range
 
-  // Throws if Dawn reported an error since the last check (or the device is lost). `context`
-  // names what was being done ("matvec_q4 dispatch", "uploading L3.attn.qkv").
+  // Throws if Dawn reported an error since the last check (or the device is lost), or if a status
+  // word owed by an earlier submit (owe_status) is set. `context` names what was being done
+  // ("matvec_q4 dispatch", "uploading L3.attn.qkv").
   void check(const std::string& context) const;
+
+  // Status words (status_word.h) of submitted work that no ReadbackRing read with its results:
+  // Recorder::submit hands them over. The next check() (so also wait_idle(), wait_for() and every
+  // download) reads them back, once, and throws the error of the first one set.
+  void owe_status(std::span<const StatusWord> words) const;
 
   // Runs `fn` inside validation + out-of-memory + internal error scopes and throws the first error
   // with `context`. Use around object creation so the failing call is the one named.

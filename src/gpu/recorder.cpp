@@ -78,6 +78,12 @@ void Recorder::clear(const Buffer& buffer, uint64_t offset, uint64_t size) {
   wgpuCommandEncoderClearBuffer(encoder_, buffer.get(), offset, size == WGPU_WHOLE_SIZE ? buffer.size() - offset : size);
 }
 
+void Recorder::watch(const StatusWord& word) {
+  for (const StatusWord& w : watched_)
+    if (w.buffer == word.buffer && w.offset == word.offset) return;
+  watched_.push_back(word);
+}
+
 void Recorder::submit() {
   ensure_encoder();
   end_pass();
@@ -87,6 +93,7 @@ void Recorder::submit() {
   encoder_ = nullptr;
   device_.submit(cmd);
   wgpuCommandBufferRelease(cmd);
+  if (!watched_.empty()) device_.owe_status(take_watched());
 }
 
 }  // namespace ember::gpu

@@ -5,6 +5,8 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "gpu/device.h"
 #include "gpu/kernel.h"
@@ -47,6 +49,12 @@ class Recorder {
   // results are then wrong; only the timing means anything.
   void leave_out(std::string region) { left_out_ = std::move(region); }
 
+  // A kernel just recorded sets `word` if it gives up (status_word.h): whatever reads this
+  // submit's results must read the word too. submit() hands the words to the device, whose next
+  // check reads them; ReadbackRing::submit takes them first and copies them with its results.
+  void watch(const StatusWord& word);
+  std::vector<StatusWord> take_watched() { return std::exchange(watched_, {}); }
+
   // Ends recording and submits; the recorder may be used again afterwards.
   void submit();
   size_t dispatches() const { return dispatches_; }  // asked for, left-out ones included
@@ -67,6 +75,7 @@ class Recorder {
   WGPUComputePassEncoder pass_ = nullptr;
   size_t dispatches_ = 0;
   std::string left_out_;
+  std::vector<StatusWord> watched_;
 };
 
 }  // namespace ember::gpu

@@ -394,6 +394,7 @@ void* wgpuBufferGetMappedRange(WGPUBuffer, size_t offset, size_t size);
 void wgpuBufferUnmap(WGPUBuffer);
 uint64_t wgpuBufferGetSize(WGPUBuffer);
 void wgpuBufferDestroy(WGPUBuffer);
+void wgpuBufferAddRef(WGPUBuffer);
 void wgpuBufferRelease(WGPUBuffer);
 
 void wgpuShaderModuleGetCompilationInfo(WGPUShaderModule, WGPUCompilationInfoCallbackInfo);

@@ -12,8 +12,9 @@ struct ResidualMlpParams {  // mirrors `Params` in residual_mlp_q4.wgsl
   float eps;
   uint32_t never, pf_quant_len, pf_scales_len;
   uint32_t quant_at[4], scales_at[4];
+  uint32_t status_at, pad[3];
 };
-static_assert(sizeof(ResidualMlpParams) == 48);
+static_assert(sizeof(ResidualMlpParams) == 64);
 
 constexpr uint32_t kMaxHeld = 8;    // MAX_HELD in the kernel
 constexpr uint32_t kMaxPieces = 4;  // MAX_PIECES
@@ -74,9 +75,16 @@ ResidualMlpQ4::ResidualMlpQ4(gpu::KernelCache& kernels, const ResidualMlpConfig&
 
 uint64_t ResidualMlpQ4::scratch_bytes() const { return status_offset() + 16; }
 uint64_t ResidualMlpQ4::status_offset() const { return (uint64_t(config_.hidden) + config_.ffn) * 4; }
+uint64_t ResidualMlpQ4::stall_offset() const { return status_offset() + 12; }
+
+void ResidualMlpQ4::stall_for_tests(const gpu::Binding& scratch, bool stall) const {
+  const uint32_t word = stall ? 1 : 0;
+  kernels_.device().upload(*scratch.buffer, std::span<const uint32_t>(&word, 1), scratch.offset + stall_offset());
+}
 
 Bound ResidualMlpQ4::bind(const Q4Matrix& proj, const Q4Matrix& gate_up, const Q4Matrix& down, gpu::Binding y, gpu::Binding x,
-                          gpu::Binding norm_weight, gpu::Binding scratch, gpu::Binding step, const Q4Matrix* next) const {
+                          gpu::Binding norm_weight, gpu::Binding scratch, gpu::Binding step, const Q4Matrix* next,
+                          std::optional<uint64_t> status_at) const {
   const ResidualMlpConfig& c = config_;
   const std::string where = kernel_->label();
   check_q4_matrix(proj, c.hidden, c.proj_cols, false, where);
@@ -85,7 +93,10 @@ Bound ResidualMlpQ4::bind(const Q4Matrix& proj, const Q4Matrix& gate_up, const Q
   require_binding(y, uint64_t(c.proj_cols) * 4, "y", where);
   require_binding(x, uint64_t(c.hidden) * 4, "x", where);
   require_binding(norm_weight, uint64_t(c.hidden) * 4, "norm weight", where);
-  require_binding(scratch, scratch_bytes(), "scratch", where);
+  const uint64_t status = status_at.value_or(status_offset());
+  if (status % 4 != 0 || (status != status_offset() && status < scratch_bytes()))
+    throw Error("status word at byte " + std::to_string(status) + " of the scratch", where, "give the status offset of a word of its own");
+  require_binding(scratch, std::max(scratch_bytes(), status + 4), "scratch", where);
   require_binding(step, 16, "step", where);
   if (next && !c.prefetch)
     throw Error("a prefetch matrix was bound to a residual MLP without prefetch", where, "set ResidualMlpConfig::prefetch");
@@ -106,7 +117,8 @@ Bound ResidualMlpQ4::bind(const Q4Matrix& proj, const Q4Matrix& gate_up, const Q
   if (hi - lo > device.limits().maxStorageBufferBindingSize)
     throw Error("the matrices span " + std::to_string(hi - lo) + " bytes, above this device's maxStorageBufferBindingSize", where,
                 "place the matrices nearer each other in the weights buffer");
-  ResidualMlpParams params{.eps = c.eps, .never = 0, .pf_quant_len = 0, .pf_scales_len = 0, .quant_at = {}, .scales_at = {}};
+  ResidualMlpParams params{.eps = c.eps, .never = 0, .pf_quant_len = 0, .pf_scales_len = 0, .quant_at = {}, .scales_at = {},
+                           .status_at = static_cast<uint32_t>(status / 4), .pad = {}};
   for (size_t i = 0; i < parts.size() / 2; i++) {
     params.quant_at[i] = static_cast<uint32_t>((parts[2 * i].offset - lo) / 16);
     params.scales_at[i] = static_cast<uint32_t>((parts[2 * i + 1].offset - lo) / 4);

@@ -41,19 +41,27 @@ class ResidualMlpQ4 {
   ResidualMlpQ4(gpu::KernelCache& kernels, const ResidualMlpConfig& config);
 
   // Scratch one bind needs: the tagged words of m and h, the status word (status_offset(), nonzero
-  // once a wait gave up) and two stage counters. Zeroed when created, never shared between binds
-  // of one step; the step buffer's decode_step must count its uses from 1 with one grid size.
+  // once a wait gave up), two stage counters and the stall word (stall_offset()). Zeroed when
+  // created, never shared between binds of one step; the step buffer's decode_step must count its
+  // uses from 1 with one grid size.
   uint64_t scratch_bytes() const;
   uint64_t status_offset() const;
+  uint64_t stall_offset() const;
+  // Tests of the give-up path only: makes every later wait of the binds on `scratch` give up at
+  // once (sets its stall word), or stops that.
+  void stall_for_tests(const gpu::Binding& scratch, bool stall) const;
 
   // proj [hidden][proj_cols], gate_up [2 * ffn][hidden] (gate rows, then up rows), down
   // [hidden][ffn], all symmetric and in one buffer (each part at a multiple of 16 bytes, all within
   // one storage binding's reach, as the pack loader places them); y [proj_cols] f32, x [hidden]
   // f32 (the residual, updated), norm_weight [hidden] f32; scratch (scratch_bytes(), zeroed); step (a step buffer: its
   // decode_step counts this scratch's uses from 1); next: with prefetch, the weights to read ahead
-  // (its quant and scales, whatever their rows and cols; none for the last layer).
+  // (its quant and scales, whatever their rows and cols; none for the last layer); status_at: the
+  // byte offset in `scratch` of the status word a give-up sets, by default status_offset(); past
+  // scratch_bytes() (the binding then reaches it), a word the binds of a graph share, so that one
+  // copy reads them all.
   Bound bind(const Q4Matrix& proj, const Q4Matrix& gate_up, const Q4Matrix& down, gpu::Binding y, gpu::Binding x, gpu::Binding norm_weight,
-             gpu::Binding scratch, gpu::Binding step, const Q4Matrix* next = nullptr) const;
+             gpu::Binding scratch, gpu::Binding step, const Q4Matrix* next = nullptr, std::optional<uint64_t> status_at = {}) const;
   void record(gpu::Recorder& rec, const Bound& bound) const;
 
   const ResidualMlpConfig& config() const { return config_; }

@@ -52,6 +52,7 @@ struct Params {
   pf_scales_len: u32,
   quant_at: vec4<u32>,   // where stage 0, 1, 2's quant starts in wq (16-byte words), then the read-ahead's
   scales_at: vec4<u32>,  // where their scales start in ws (floats), then the read-ahead's
+  status_at: u32,        // the status word's index in scratch: H + F, or a word several binds share
 }
 
 // The matrices are ranges of one weights buffer (as a pack's loader places them), bound once for
@@ -62,7 +63,10 @@ struct Params {
 @group(0) @binding(2) var<storage, read> y: array<vec4<f32>>;        // [CO]
 @group(0) @binding(3) var<storage, read_write> x: array<f32>;       // [H], the residual
 @group(0) @binding(4) var<storage, read> norm_w: array<vec4<f32>>;   // [H]
-// m [H], h [F], the status word (nonzero once a wait gave up), then the counters of stages 0 and 1.
+// m [H], h [F], a status word (nonzero once a wait gave up; p.status_at says which word is set, this
+// one or one further on that the binds of a graph share), the counters of stages 0 and 1, then the
+// stall word: zero except in tests of the give-up path, which set it so that every wait gives up
+// at once (ResidualMlpQ4::stall_for_tests).
 @group(0) @binding(5) var<storage, read_write> scratch: array<atomic<u32>>;
 @group(0) @binding(6) var<uniform> step: Step;
 @group(0) @binding(7) var<uniform> p: Params;
@@ -110,7 +114,7 @@ fn settle(i: u32, first: u32) -> u32 {
   while ((w & 1u) != tag && !gave_up) {
     n++;
     if (n >= SPIN) {
-      atomicOr(&scratch[H + F], 1u);
+      atomicOr(&scratch[p.status_at], 1u);
       gave_up = true;
     }
     w = atomicLoad(&scratch[i]);
@@ -162,10 +166,11 @@ fn wait_for_stage(s: u32, li: u32, groups: u32) {
   if (SLACK >= groups) { return; }
   if (li == 0u) {
     var n = 0u;
-    while (i32(atomicLoad(&scratch[counter(s)]) - (ready_count - SLACK)) < 0 && !gave_up) {
+    let stall = atomicLoad(&scratch[H + F + 3u]) != 0u;
+    while ((i32(atomicLoad(&scratch[counter(s)]) - (ready_count - SLACK)) < 0 || stall) && !gave_up) {
       n++;
-      if (n >= SPIN) {
-        atomicOr(&scratch[H + F], 1u);
+      if (n >= SPIN || stall) {
+        atomicOr(&scratch[p.status_at], 1u);
         gave_up = true;
       }
     }
@@ -388,7 +393,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 #if PREFETCH
   if (p.never == 1u) {
     for (var k = 0u; k < PF_LOADS; k++) { pf_acc ^= pf_got[k]; }
-    atomicStore(&scratch[H + F], pf_acc.x ^ pf_acc.y ^ pf_acc.z ^ pf_acc.w);
+    atomicStore(&scratch[p.status_at], pf_acc.x ^ pf_acc.y ^ pf_acc.z ^ pf_acc.w);
   }
 #endif
 }

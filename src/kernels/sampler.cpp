@@ -38,7 +38,11 @@ Sampler::Sampler(gpu::KernelCache& kernels, const SamplerConfig& config) : kerne
       if (kv.first == "ROWS" || kv.first == "COLS") one.constants.push_back(kv);
     greedy_ = &kernels.get(one);
     // Zeroed, as a fresh use expects: the counter at 0 and every id's tag stale.
-    tagged_ = kernels.device().create_storage((2 * uint64_t(c.partials) + 2) * 4, "sampler one-dispatch greedy");
+    tagged_ = kernels.device().create_storage((2 * uint64_t(c.partials) + 3) * 4, "sampler one-dispatch greedy");
+    status_ = {&tagged_, status_offset(),
+               "the one-dispatch greedy sampler (sampler_greedy.wgsl) gave up waiting for a partial, so the id it picked is wrong",
+               "report the GPU and driver (ember devices): its atomics did not become visible"};
+
   } else {
     greedy_ = &kernels.get({.file = "sampler_partials.wgsl", .entry = "greedy", .constants = stage1});
     pick.entry = "greedy";
@@ -55,13 +59,10 @@ uint64_t Sampler::status_offset() const { return (2 * uint64_t(config_.partials)
 
 bool Sampler::gave_up() const { return tagged_ && kernels_.device().download_as<uint32_t>(tagged_, status_offset(), 1)[0] != 0; }
 
-Error Sampler::gave_up_error(const std::string& where) {
-  return Error("the one-dispatch greedy sampler gave up waiting for a partial, so the ids it picked since are wrong", where,
-               "report the GPU and driver (ember devices): its atomics did not become visible");
-}
-
-void Sampler::record_status_copy(gpu::Recorder& rec, const gpu::Buffer& dst, uint64_t offset) const {
-  if (tagged_) rec.copy(tagged_, status_offset(), dst, offset, 4);
+void Sampler::stall_for_tests(bool stall) const {
+  if (!tagged_) return;
+  const uint32_t word = stall ? 1 : 0;
+  kernels_.device().upload(tagged_, std::span<const uint32_t>(&word, 1), status_offset() + 4);
 }
 
 Sampler::Groups Sampler::bind(gpu::Binding logits, gpu::Binding tokens, gpu::Binding params, const PickEmbedding* embed) const {
@@ -98,6 +99,10 @@ Sampler::Groups Sampler::bind(gpu::Binding logits, gpu::Binding tokens, gpu::Bin
 void Sampler::record_greedy(gpu::Recorder& rec, const Groups& groups) const {
   rec.dispatch(*greedy_, groups.greedy, checked_groups(kernels_.device(), config_.partials, "Sampler"));
   if (greedy_pick_) rec.dispatch(*greedy_pick_, groups.greedy_pick, 1);
+  if (tagged_) {
+    status_.buffer = &tagged_;  // (the sampler may have moved since it was built)
+    rec.watch(status_);
+  }
 }
 
 void Sampler::record_sample(gpu::Recorder& rec, const Groups& groups) const {

@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "gpu/kernel.h"
 #include "gpu/recorder.h"
+#include "gpu/status_word.h"
 #include "kernels/q4_matrix.h"
 
 namespace ember::kernels {
@@ -79,21 +80,22 @@ class Sampler {
   const SamplerConfig& config() const { return config_; }
   // Storage buffers the sampler's largest dispatch binds (Device limit: maxStorageBuffersPerShaderStage).
   static uint32_t storage_buffers(const SamplerConfig& config);
-  // True once a one-dispatch greedy pick gave up waiting for a partial (its id was then wrong).
+  // True once a one-dispatch greedy pick gave up waiting for a partial (its id was then wrong);
+  // reads the status word back, so it waits for the GPU. Callers need not ask: record_greedy hands
+  // the word to the recorder (gpu::Recorder::watch), so the read-back of the ids checks it.
   bool gave_up() const;
-  // What a caller that finds gave_up() (or the copied word) set throws, `where` its own name.
-  static Error gave_up_error(const std::string& where);
-  // Records a copy of the word gave_up() reads (0: never gave up) to dst at `offset`, so that a
-  // caller reading ids back learns it without a wait of its own; nothing without
-  // one_dispatch_greedy.
-  void record_status_copy(gpu::Recorder& rec, const gpu::Buffer& dst, uint64_t offset) const;
+  // Tests of the give-up path only: makes every later one-dispatch greedy pick give up at once
+  // (no effect without one_dispatch_greedy). The pick still writes an id; its status word says it
+  // must not be used.
+  void stall_for_tests(bool stall) const;
 
  private:
   gpu::KernelCache& kernels_;
   SamplerConfig config_;
   const gpu::Kernel *greedy_, *greedy_pick_ = nullptr, *topk_partials_, *sample_pick_;
   gpu::Buffer partials_;
-  gpu::Buffer tagged_;  // one_dispatch_greedy: P tagged pairs, the arrivals counter, the status word
+  gpu::Buffer tagged_;  // one_dispatch_greedy: P tagged pairs, the arrivals counter, the status and stall words
+  mutable gpu::StatusWord status_;  // record_greedy hands it to the recorder
   uint64_t status_offset() const;
 };
 

@@ -28,7 +28,8 @@ override SPIN: u32 = 1048576u;
 #include "sampler_window.wgsl"
 
 // [0, 2P) the tagged pairs, [2P] the arrivals counter, [2P + 1] the status word (nonzero: a reload
-// gave up).
+// gave up), [2P + 2] the stall word: zero except in tests of the give-up path, which set it so
+// that every reload gives up at once (Sampler::stall_for_tests).
 @group(0) @binding(0) var<storage, read_write> partials: array<atomic<u32>>;
 @group(0) @binding(1) var<storage, read_write> tokens: array<u32>;
 @group(0) @binding(2) var<storage, read> sp: SamplerParams;
@@ -52,10 +53,10 @@ const NOT_LAST = 1u;  // (a tag is 0 or TAG)
 var<workgroup> last_tag: u32;  // this use's tag in the last workgroup, NOT_LAST in the others
 
 // Word `w` of this use (tag `tag`): reloaded until it carries the tag.
-fn tagged_word(w: u32, tag: u32) -> u32 {
+fn tagged_word(w: u32, tag: u32, stall: bool) -> u32 {
   var word = atomicLoad(&partials[w]);
-  for (var spins = 0u; (word & TAG) != tag; spins++) {
-    if (spins == SPIN) {
+  for (var spins = 0u; (word & TAG) != tag || stall; spins++) {
+    if (spins == SPIN || stall) {
       atomicStore(&partials[COUNTER + 1u], 1u);
       break;
     }
@@ -84,9 +85,10 @@ fn greedy(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index)
   let tag = workgroupUniformLoad(&last_tag);
   if (tag == NOT_LAST) { return; }
   var best = Cand(NEG, NO_ID);
+  let stall = atomicLoad(&partials[COUNTER + 2u]) != 0u;
   for (var i = li; i < P; i += WG) {
-    let hi = tagged_word(2u * i, tag);
-    let lo = tagged_word(2u * i + 1u, tag);
+    let hi = tagged_word(2u * i, tag, stall);
+    let lo = tagged_word(2u * i + 1u, tag, stall);
     let v = bitcast<f32>((hi << 1u) | ((lo >> 30u) & 1u));
     let id = lo & ID_BITS;
     if (id != NONE && better(v, id, best.v, best.id)) { best = Cand(v, id); }

@@ -54,19 +54,17 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   // A submit's read-back: its ids at 0 (up to kStepRing of them), then each step's logits if asked.
   constexpr uint64_t kIdBytes = Lfm2Model::kStepRing * 4;
   const uint64_t logits_bytes = options.on_logits ? uint64_t(model_.vocab()) * 4 : 0;
-  if (const uint64_t bytes = kIdBytes + batch * logits_bytes; readback_bytes_ != bytes) {
-    readback_.clear();
-    readback_bytes_ = bytes;
-  }
-  // A read-back buffer per submit in flight: at most the ramp's first submits (1, 1, 2, 4, ...)
+  // A read-back slot per submit in flight: at most the ramp's first submits (1, 1, 2, 4, ...)
   // that fit in `depth` steps, since later ones are larger.
   uint32_t max_submits = 0;
   for (uint32_t steps = 0, n = 1; steps + n <= depth; n = std::clamp(steps, 1u, batch)) {
     steps += n;
     max_submits++;
   }
-  while (readback_.size() < max_submits + 1)
-    readback_.push_back(device.create_buffer(readback_bytes_, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "sampled.readback"));
+  const uint64_t readback_bytes = kIdBytes + batch * logits_bytes;
+  if (!readback_ || readback_->payload_bytes() != readback_bytes || readback_->slots() < max_submits + 1)
+    readback_ = std::make_unique<gpu::ReadbackRing>(device, readback_bytes, max_submits + 1, "sampled.readback");
+  readback_->release_all();  // slots an earlier call left in flight when it failed
 
   GenerationStats stats;
   stats.prompt_tokens = static_cast<uint32_t>(prompt.size() + pending_.size());
@@ -82,9 +80,8 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   // the id the sampler just wrote. Up to `batch` steps per submit; their ids sit at consecutive
   // positions, read back with one copy at the end of the submit.
   struct InFlight {
-    uint32_t slot;       // readback buffer index
+    uint32_t slot;       // read-back ring slot
     uint32_t steps = 0;  // ids (and logits) in it
-    bool ready = false;  // its read-back is mapped
   };
   std::deque<InFlight> flight;
   uint32_t next_slot = 0, submitted = 0, kept = 0, last_id = 0, steps_in_flight = 0;
@@ -112,18 +109,10 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
     if (sampling.greedy()) sampler_->record_greedy(rec, groups_[slot]);
     else sampler_->record_sample(rec, groups_[slot]);
     if (sampler_->config().embed_rows) model_.picked_embedded();
-    if (logits_bytes) rec.copy(model_.logits(), 0, readback_[f.slot], kIdBytes + f.steps * logits_bytes, logits_bytes);
+    if (logits_bytes) rec.copy(model_.logits(), 0, readback_->buffer(f.slot), kIdBytes + f.steps * logits_bytes, logits_bytes);
     f.steps++;
     submitted++;
   };
-  auto start_map = [&](InFlight& f) {
-    WGPUBufferMapCallbackInfo cb{};
-    cb.mode = WGPUCallbackMode_AllowProcessEvents;
-    cb.callback = [](WGPUMapAsyncStatus, WGPUStringView, void* u, void*) { *static_cast<bool*>(u) = true; };
-    cb.userdata1 = &f.ready;
-    wgpuBufferMapAsync(readback_[f.slot].get(), WGPUMapMode_Read, 0, readback_bytes_, cb);
-  };
-
   auto can_submit = [&] { return !stop && submitted < std::max<uint32_t>(1, options.max_tokens) && model_.position() + 1 < capacity; };
   while (true) {
     // Keep up to `depth` steps ahead, in submits of as many steps as went before, up to `batch`
@@ -134,25 +123,22 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
       if (steps_in_flight + n > depth) break;
       // Ids already back go to the caller before more is recorded: recording a submit takes the
       // CPU a while, and an id waiting behind it would stream late.
-      device.instance().process_events();
-      if (!flight.empty() && flight.front().ready) break;
+      if (!flight.empty() && readback_->ready(flight.front().slot)) break;
       InFlight f{next_slot};
-      next_slot = (next_slot + 1) % static_cast<uint32_t>(readback_.size());
+      next_slot = (next_slot + 1) % readback_->slots();
       gpu::Recorder rec(device);
       const uint32_t first = model_.position() + (submitted > 0 ? 1 : 0);  // where the first step's id goes
       while (f.steps < n && can_submit()) record_step(rec, f);
-      rec.copy(model_.tokens(), uint64_t(first) * 4, readback_[f.slot], 0, uint64_t(f.steps) * 4);
+      rec.copy(model_.tokens(), uint64_t(first) * 4, readback_->buffer(f.slot), 0, uint64_t(f.steps) * 4);
       write_params();
-      rec.submit();
+      readback_->submit(rec, f.slot);  // with the status words of the decode steps and picks it holds
       steps_in_flight += f.steps;
       flight.push_back(f);
-      start_map(flight.back());
     }
     if (flight.empty()) break;
     InFlight& f = flight.front();
-    device.instance().wait_until([&] { return f.ready; });
-    device.check("generating");
-    const auto* mapped = static_cast<const uint8_t*>(wgpuBufferGetConstMappedRange(readback_[f.slot].get(), 0, readback_bytes_));
+    // Throws, naming the kernel, where a kernel of this submit gave up: its ids are never used.
+    const uint8_t* mapped = readback_->read(f.slot, "generate").data();
     for (uint32_t i = 0; i < f.steps && !stop; i++) {  // steps past a stop are discarded
       uint32_t id;
       std::memcpy(&id, mapped + 4 * i, 4);
@@ -175,7 +161,7 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
         stats.stopped = is_stop;
       }
     }
-    wgpuBufferUnmap(readback_[f.slot].get());
+    readback_->release(f.slot);
     steps_in_flight -= f.steps;
     flight.pop_front();
   }
@@ -185,12 +171,6 @@ GenerationStats Generator::generate(std::span<const uint32_t> prompt, const Samp
   stats.total_ms = ms_since(t0);
   if (stats.generated > 1)
     stats.decode_tok_s = (stats.generated - 1) / (std::chrono::duration<double>(Clock::now() - first_token_at).count());
-  if (sampler_->gave_up())
-    throw kernels::Sampler::gave_up_error("generate");
-  if (model_.residual_mlp_failed())
-    throw Error("a wait of the one-dispatch residual MLP gave up while generating: its workgroups did not all run at once, so the "
-                "tokens since are wrong",
-                "generate", "lower or remove the candidate's residualMlpWorkgroups in runtime.json");
   return stats;
 }
 

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "gpu/readback_ring.h"
 #include "kernels/sampler.h"
 #include "llm/lfm2_model.h"
 #include "llm/sampling.h"
@@ -62,6 +63,7 @@ class Generator {
   std::vector<uint32_t> pending() const { return pending_; }
   // The sampler this generator chose for its device (Generator's constructor says how).
   const kernels::SamplerConfig& sampler_config() const { return sampler_->config(); }
+  const kernels::Sampler& sampler() const { return *sampler_; }
   // Starts a new sequence (the model's caches and the pending id).
   void reset() {
     model_.reset();
@@ -74,8 +76,9 @@ class Generator {
   std::vector<kernels::Sampler::Groups> groups_;  // one per params ring slot
   gpu::Buffer params_ring_;  // step k's SamplerParams at slot k % Lfm2Model::kStepRing, params_stride_ apart
   uint64_t params_stride_ = 0;
-  std::vector<gpu::Buffer> readback_;  // per submit in flight: its sampled ids, then its logits if asked
-  uint64_t readback_bytes_ = 0;
+  // A slot per submit in flight: its sampled ids, then its logits if asked; the ring checks the
+  // status words of the submit's kernels (the sampler's, the decode step's) with them.
+  std::unique_ptr<gpu::ReadbackRing> readback_;
   std::vector<uint32_t> pending_;
   uint32_t sample_vocab_;
 };

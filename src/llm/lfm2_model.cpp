@@ -347,11 +347,9 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
       if (*state.buffer) rec.clear(*state.buffer, state.offset, state.size);
       // The residual MLP's tagged words and stage counters start over with decode_steps_ (a step
       // recorded without it, as the profile's leave-one-out does, leaves its counters behind).
-      // The status word stays: a wait that gave up is reported until the model is rebuilt.
-      if (residual_mlp_) {
-        rec.clear(residual_scratch_, residual_stride_ * i, residual_status_offset_);
-        rec.clear(residual_scratch_, residual_stride_ * i + residual_status_offset_ + 4, residual_stride_ - residual_status_offset_ - 4);
-      }
+      // The shared status word stays (a wait that gave up is reported until the model is
+      // rebuilt), and so does the stall word (tests).
+      if (residual_mlp_) rec.clear(residual_scratch_, residual_stride_ * i, residual_status_offset_ + 12);
     }
     clear_state_ = false;
   }
@@ -379,6 +377,7 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
     }
     if (decode && residual_mlp_) {  // mix_out, the ffn norm and the MLP in one dispatch
       o.residual_mlp.at(l.mix_out.cols).record(rec, l.residual_mlp);
+      rec.watch(residual_status_);
       continue;
     }
     if (decode) o.matvec.at(l.mix_out_key).record(rec, l.mix_out_mv);

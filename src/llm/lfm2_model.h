@@ -113,9 +113,14 @@ class Lfm2Model {
   // Whether decode runs each layer's out projection and MLP as one dispatch (residual_mlp_workgroups
   // in the choices, and the probe at load found the grid resident), and whether one of its waits
   // has given up since (its workgroups were not all resident: the logits since are wrong; reads
-  // the status word back, so it waits for the GPU).
+  // the status word back, so it waits for the GPU). Callers need not ask: record_decode hands the
+  // status word to the recorder (gpu::Recorder::watch), so whatever reads the step's results back
+  // (a gpu::ReadbackRing, a download, a wait) checks it and throws its error.
   bool residual_mlp() const { return residual_mlp_; }
   bool residual_mlp_failed() const;
+  // Tests of the give-up path only: every later wait of the one-dispatch residual MLP gives up at
+  // once (no effect without it). Survives reset().
+  void stall_for_tests(bool stall) const;
 
   // Dispatches one decode step records, and its dependent stages: each dispatch is one, the
   // one-dispatch residual MLP three (its workgroups hand over twice inside it). For benchmarks and floors.
@@ -189,9 +194,11 @@ class Lfm2Model {
   // write lands before the submit's commands, so steps sharing a submit cannot share a slot).
   gpu::Buffer step_ring_;
   gpu::Buffer split_partials_;  // split-K prefill matmuls only
-  // residual_mlp: per layer (residual_stride_ bytes apart) its tagged words and status word.
+  // residual_mlp: per layer (residual_stride_ bytes apart) its tagged words, counters and stall
+  // word; after them the status word all layers set (residual_status_).
   gpu::Buffer residual_scratch_;
   uint64_t residual_stride_ = 0, residual_status_offset_ = 0;
+  gpu::StatusWord residual_status_;
   std::shared_ptr<SequenceCaches> caches_;
 };
 

@@ -1,6 +1,10 @@
 #include "llm/logits.h"
 
+#include <cstring>
+#include <vector>
+
 #include "common/error.h"
+#include "gpu/readback_ring.h"
 
 namespace ember::llm {
 
@@ -30,14 +34,26 @@ void compute_logits(Lfm2Model& model, std::span<const uint32_t> ids, const Logit
     }
     return;
   }
-  // Decode path: each step embeds the id at tokens()[position()], as generation does.
+  // Decode path: each step embeds the id at tokens()[position()], as generation does. A step's
+  // logits come back through a read-back ring, which checks the step's status words with them.
   const auto& device = model.device();
   device.upload(model.tokens(), ids);
+  const uint64_t row_bytes = uint64_t(model.vocab()) * 4;
+  gpu::ReadbackRing readback(device, row_bytes, 1, "logits.readback");
   for (size_t i = 0; i < ids.size(); i++) {
     gpu::Recorder rec(device);
     model.record_decode(rec);
-    rec.submit();
-    if (options.all_positions || i + 1 == ids.size()) on_rows(static_cast<uint32_t>(i), device.download_as<float>(model.logits()));
+    if (!options.all_positions && i + 1 < ids.size()) {
+      rec.submit();  // its status words are owed to the device, whose check in the last read takes them
+      continue;
+    }
+    rec.copy(model.logits(), 0, readback.buffer(0), 0, row_bytes);
+    readback.submit(rec, 0);
+    const auto bytes = readback.read(0, "logits --decode, position " + std::to_string(i));
+    std::vector<float> row(model.vocab());
+    std::memcpy(row.data(), bytes.data(), row_bytes);
+    readback.release(0);
+    on_rows(static_cast<uint32_t>(i), row);
   }
 }
 

@@ -48,9 +48,7 @@ Scheduler::Scheduler(llm::Session& session, const SchedulerOptions& options) : s
     for (uint32_t i = 0; i < options.parallel; i++)
       slots_[i].batch_groups = sampler_->bind(batch_->logits_row(i), {&slots_[i].model->tokens()}, {&slots_[i].params});
   }
-  // Each slot's id, then the sampler's status word (nonzero: a one-dispatch greedy pick gave up).
-  readback_size_ = (uint64_t(options.parallel + 1) * 4 + 255) / 256 * 256;
-  for (auto& b : readback_) b = device.create_buffer(readback_size_, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "slots.readback");
+  readback_ = std::make_unique<gpu::ReadbackRing>(device, uint64_t(options.parallel) * 4, 2, "slots.readback");
   thread_ = std::thread([this] { run(); });
 }
 
@@ -136,7 +134,11 @@ void Scheduler::run() {
       done = stop_ && waiting_.empty() && active_ == 0;
     }
     if (done) {
-      finish_in_flight(/*discard=*/true);  // nothing may still write into a buffer we free
+      try {
+        finish_in_flight(/*discard=*/true);  // nothing may still write into a buffer we free
+      } catch (const std::exception&) {
+        // Its ids are dropped anyway, and every job has ended: a give-up here costs no answer.
+      }
       return;
     }
     std::vector<Slot*> joined;
@@ -164,6 +166,7 @@ void Scheduler::run() {
       step();
     } catch (const std::exception& e) {  // a GPU failure ends every request in the step
       in_flight_.reset();
+      readback_->release_all();
       const std::string error = std::string("generation failed: ") + e.what();
       for (auto& s : slots_)
         if (s.job) end(s, &error);
@@ -206,17 +209,11 @@ void Scheduler::step() {
       const auto& groups = from_batch ? s->batch_groups : s->groups;
       if (sampling.greedy()) sampler_->record_greedy(rec, groups);
       else sampler_->record_sample(rec, groups);
-      rec.copy(s->model->tokens(), uint64_t(pos) * 4, readback_[f.readback], uint64_t(s - slots_.data()) * 4, 4);
+      rec.copy(s->model->tokens(), uint64_t(pos) * 4, readback_->buffer(f.readback), uint64_t(s - slots_.data()) * 4, 4);
       s->submitted++;
       f.rows.emplace_back(s, s->job);
     }
-    sampler_->record_status_copy(rec, readback_[f.readback], uint64_t(slots_.size()) * 4);
-    rec.submit();
-    WGPUBufferMapCallbackInfo cb{};
-    cb.mode = WGPUCallbackMode_AllowProcessEvents;
-    cb.callback = [](WGPUMapAsyncStatus, WGPUStringView, void* u, void*) { *static_cast<bool*>(u) = true; };
-    cb.userdata1 = f.mapped.get();
-    wgpuBufferMapAsync(readback_[f.readback].get(), WGPUMapMode_Read, 0, readback_size_, cb);
+    readback_->submit(rec, f.readback);
     finish_in_flight();
     in_flight_ = std::move(f);
   } else {
@@ -228,15 +225,10 @@ void Scheduler::finish_in_flight(bool discard) {
   if (!in_flight_) return;
   InFlight f = std::move(*in_flight_);
   in_flight_.reset();
-  const auto& device = session_.device();
-  const gpu::Buffer& rb = readback_[f.readback];
-  device.instance().wait_until([&] { return *f.mapped; });
-  device.check("decode step");
-  std::vector<uint32_t> ids(slots_.size() + 1);
-  std::memcpy(ids.data(), wgpuBufferGetConstMappedRange(rb.get(), 0, readback_size_), ids.size() * 4);
-  wgpuBufferUnmap(rb.get());
-  if (ids.back() != 0)
-    throw kernels::Sampler::gave_up_error("decode step");
+  // Throws, naming the kernel, where a kernel of the step gave up: its ids are never used.
+  std::vector<uint32_t> ids(slots_.size());
+  std::memcpy(ids.data(), readback_->read(f.readback, "decode step").data(), ids.size() * 4);
+  readback_->release(f.readback);
   if (discard) return;
   {
     std::lock_guard lock(mutex_);

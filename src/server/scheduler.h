@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpu/readback_ring.h"
 #include "kernels/sampler.h"
 #include "llm/lfm2_batch.h"
 #include "llm/session.h"
@@ -72,7 +73,6 @@ class Scheduler {
     uint32_t readback = 0;
     std::vector<std::pair<Slot*, std::shared_ptr<Job>>> rows;
     uint64_t batched_rows = 0;
-    std::shared_ptr<bool> mapped = std::make_shared<bool>(false);
   };
 
   void run();
@@ -93,8 +93,9 @@ class Scheduler {
   std::unique_ptr<kernels::Sampler> sampler_;
   std::vector<Slot> slots_;
   std::unique_ptr<llm::Lfm2BatchDecoder> batch_;  // row i = slot i; null where the shapes do not allow it
-  gpu::Buffer readback_[2];  // alternate: one in flight, one being read
-  uint64_t readback_size_ = 0;
+  // Two slots, alternating: one in flight, one being read. A slot holds each slot's id; the ring
+  // checks the status words of the step's kernels (the sampler's, each decode's) with them.
+  std::unique_ptr<gpu::ReadbackRing> readback_;
   uint32_t next_readback_ = 0;
   std::optional<InFlight> in_flight_;
 

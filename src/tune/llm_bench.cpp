@@ -271,12 +271,10 @@ LlmBenchResult bench_llm(llm::Lfm2Model& model, llm::Generator& generator, const
   }
   model.reset();
   generator.reset();
+  // The generator's runs checked their status words with their ids; this checks those of the
+  // decode steps timed without a read-back (a give-up throws, naming the kernel).
   device.check("bench llm");
   res.residual_mlp_workgroups = model.residual_mlp() ? model.choices().residual_mlp_workgroups : 0;
-  if (model.residual_mlp_failed())
-    throw Error("a wait of the one-dispatch residual MLP gave up: its " + std::to_string(res.residual_mlp_workgroups) +
-                    " workgroups did not all run at once, so these decode figures are wrong",
-                "bench llm", "lower or remove the candidate's residualMlpWorkgroups");
   return res;
 }
 

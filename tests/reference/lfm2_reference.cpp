@@ -44,17 +44,23 @@ void Lfm2Reference::reset() {
   v_cache_.assign(s.attention.size(), {});
 }
 
-std::vector<float> Lfm2Reference::step(uint32_t token) {
+std::vector<float> Lfm2Reference::step(uint32_t token, const Lfm2Tap& tap_fn) {
+  auto tap = [&](const std::string& module, const Vec& v) {
+    if (tap_fn) tap_fn(module, v);
+  };
   const auto& s = w_.shape;
   const int H = s.hidden, D = s.head_dim, KV = s.kv_heads * D, Q = s.heads * D, L = s.conv_cache;
   if (static_cast<int>(token) >= s.vocab) throw std::out_of_range("token id beyond the vocabulary");
   if (pos_ >= w_.rope_positions) throw std::out_of_range("position beyond the rope table");
   Vec x(H);
   for (int i = 0; i < H; i++) x[i] = w_.embed[size_t(token) * H + i];
+  tap("model.embed_tokens", x);
 
   for (size_t li = 0; li < s.attention.size(); li++) {
     const Lfm2Layer& layer = w_.layers[li];
+    const std::string path = "model.layers." + std::to_string(li);
     Vec h = rmsnorm(x, layer.operator_norm, s.eps);
+    tap(path + ".operator_norm", h);
     if (!s.attention[li]) {
       Vec bcx = matvec(layer.in_proj, h, 3 * H);
       Vec& state = conv_state_[li];
@@ -67,6 +73,7 @@ std::vector<float> Lfm2Reference::step(uint32_t token) {
         y[c] = bcx[H + c] * conv;  // C * conv
       }
       Vec o = matvec(layer.out_proj, y, H);
+      tap(path + ".conv", o);
       for (int i = 0; i < H; i++) x[i] += o[i];
     } else {
       Vec qkv = matvec(layer.qkv, h, Q + 2 * KV);
@@ -79,6 +86,8 @@ std::vector<float> Lfm2Reference::step(uint32_t token) {
         Vec n = rmsnorm(qkv, layer.k_norm, s.eps, size_t(Q) + size_t(hd) * D, D);
         for (int i = 0; i < D; i++) k[size_t(hd) * D + i] = n[i];
       }
+      tap(path + ".self_attn.q_layernorm", q);
+      tap(path + ".self_attn.k_layernorm", k);
       auto rope = [&](Vec& v, int nheads) {  // rotate-half at position pos_
         for (int hd = 0; hd < nheads; hd++) {
           double* p = &v[size_t(hd) * D];
@@ -114,17 +123,23 @@ std::vector<float> Lfm2Reference::step(uint32_t token) {
           for (int i = 0; i < D; i++) attn[size_t(hd) * D + i] += scores[t] / sum * vc[size_t(t) * KV + size_t(kvh) * D + i];
       }
       Vec o = matvec(layer.o_proj, attn, H);
+      tap(path + ".self_attn", o);
       for (int i = 0; i < H; i++) x[i] += o[i];
     }
     Vec hn = rmsnorm(x, layer.ffn_norm, s.eps);
+    tap(path + ".ffn_norm", hn);
     Vec gu = matvec(layer.gate_up, hn, 2 * s.ffn);
     Vec a(s.ffn);
     for (int i = 0; i < s.ffn; i++) a[i] = silu(gu[i]) * gu[s.ffn + i];
     Vec d = matvec(layer.down, a, H);
+    tap(path + ".feed_forward", d);
     for (int i = 0; i < H; i++) x[i] += d[i];
+    tap(path, x);
   }
   Vec xn = rmsnorm(x, w_.final_norm, s.eps);
+  tap("model.embedding_norm", xn);
   Vec logits = matvec(w_.embed, xn, s.vocab);
+  tap("lm_head", logits);
   pos_++;
   return std::vector<float>(logits.begin(), logits.end());
 }

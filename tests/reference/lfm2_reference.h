@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
 #include <vector>
 
 namespace ember::reference {
@@ -39,11 +42,20 @@ struct Lfm2Weights {
   int rope_positions = 0;
 };
 
+// What one module computed for the token of a step, named by transformers' module path as a
+// forward hook there sees it: "model.embed_tokens", "model.layers.<i>.operator_norm",
+// "model.layers.<i>.conv" or ".self_attn" (the mixer's output, before the residual add),
+// "model.layers.<i>.self_attn.q_layernorm" / ".k_layernorm" (every head, before RoPE),
+// "model.layers.<i>.ffn_norm", "model.layers.<i>.feed_forward", "model.layers.<i>" (the layer's
+// output), "model.embedding_norm", "lm_head" (the logits).
+using Lfm2Tap = std::function<void(const std::string& module, std::span<const double> value)>;
+
 class Lfm2Reference {
  public:
   explicit Lfm2Reference(const Lfm2Weights& w);
-  // Feeds one token at the next position; returns the logits [vocab].
-  std::vector<float> step(uint32_t token);
+  // Feeds one token at the next position; returns the logits [vocab]. `tap`, when set, gets every
+  // module's output of this step (Lfm2Tap).
+  std::vector<float> step(uint32_t token, const Lfm2Tap& tap = {});
   int position() const { return pos_; }
   void reset();
 
