@@ -34,8 +34,9 @@ rt = json.load(open(sys.argv[1]))["runtime"]
 # One decode step reads every matrix once: each layer's two matrices, gate_up and down (the pack's
 # down.quant copy; a fused-MLP candidate reads kquant instead, the same size) and the head (the
 # embedding row is negligible).
-print(sum(s["bytes"] for s in rt["sections"]
-          if s["name"].endswith((".quant", ".scales", ".zero_points")) and ".kquant" not in s["name"]))
+# embed.* aliases head.* (the same offsets): count each byte range once.
+print(sum({s["offset"]: s["bytes"] for s in rt["sections"]
+           if s["name"].endswith((".quant", ".scales", ".zero_points")) and ".kquant" not in s["name"]}.values()))
 PY
 )
 
