@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "gpu_fixture.h"
 #include "lfm2_test_pack.h"
+#include "llm/cpu_kernel_defaults.h"
 #include "llm/kernel_choice.h"
 #include "llm/lfm2_model.h"
 #include "llm/lfm2_weights.h"
@@ -273,6 +274,51 @@ TEST(Lfm2Engine, DirectAttentionWidthOutOfRangeFallsBackWithAWarning) {
     ASSERT_FALSE(k.warnings.empty()) << bad;
     EXPECT_NE(k.warnings.back().find("flashDirectWorkgroup"), std::string::npos) << k.warnings.back();
   }
+  fs::remove_all(dir);
+}
+
+// A CPU adapter: a candidate tuned on another adapter gets the CPU geometry for every matvec and
+// no residual-MLP grid (its workgroups wait on each other, which a few threads cannot run at once),
+// with a warning; a candidate tuned nowhere keeps the shapes it lists and gets the CPU geometry
+// for the rest (not the knee). The model still matches the reference (Candidates/*).
+TEST(Lfm2Engine, CpuAdapterDefaultsReplaceGeometriesTunedElsewhere) {
+  const auto& dev = test::test_device();
+  if (dev.adapter().type != "CPU") GTEST_SKIP() << "a CPU adapter's defaults";
+  fs::path dir = fs::temp_directory_path() / "ember_cpu_defaults" / std::to_string(getpid());
+  const nlohmann::json gpu_matvec = {{"geometry", {{"workgroupSize", 256}, {"subgroupSize", 32}, {"rowsPerSubgroup", 2}, {"subgroupsPerRow", 1}}},
+                                     {"variant", "carried"}};
+  const auto cpu_geometry = llm::cpu_matvec_geometry(dev);
+  auto is_cpu = [&](const llm::KernelChoices::Matvec& m) {
+    return m.variant == kernels::Q4Variant::v3_both && m.geometry.workgroup_size == cpu_geometry.workgroup_size &&
+           m.geometry.subgroup_size == cpu_geometry.subgroup_size && m.geometry.rows_per_subgroup == cpu_geometry.rows_per_subgroup &&
+           m.geometry.subgroups_per_row == 1;
+  };
+  EXPECT_EQ(cpu_geometry.workgroup_size, std::max<uint32_t>(4, std::min<uint32_t>(32, dev.subgroup_size())));
+
+  auto elsewhere = formats::LlmPack::open(test::with_candidate(
+      test::lfm2_test_pack("tiny"), dir / "elsewhere",
+      {{"adapter", "NVIDIA H200"}, {"matvec", {{"head", gpu_matvec}, {"mlp_down", gpu_matvec}}}, {"residualMlpWorkgroups", 64}}));
+  EXPECT_TRUE(llm::cpu_defaults(elsewhere, dev));
+  auto k = llm::choose_kernels(elsewhere, dev);
+  for (const auto& [shape, m] : k.matvec) EXPECT_TRUE(is_cpu(m)) << shape;
+  EXPECT_EQ(k.residual_mlp_workgroups, 0u);
+  ASSERT_FALSE(k.warnings.empty());
+  EXPECT_NE(k.warnings.front().find("CPU adapter's defaults"), std::string::npos) << k.warnings.front();
+
+  auto nowhere = formats::LlmPack::open(test::with_candidate(test::lfm2_test_pack("tiny"), dir / "nowhere", {{"matvec", {{"head", gpu_matvec}}}}));
+  EXPECT_FALSE(llm::cpu_defaults(nowhere, dev));
+  auto n = llm::choose_kernels(nowhere, dev);
+  EXPECT_EQ(n.matvec_for("head").variant, kernels::Q4Variant::carried);
+  EXPECT_EQ(n.matvec_for("head").geometry.workgroup_size, 256u);
+  for (const auto& [shape, m] : n.matvec)
+    if (shape != "head") {
+      EXPECT_TRUE(is_cpu(m)) << shape;
+    }
+
+  auto here = formats::LlmPack::open(test::with_candidate(test::lfm2_test_pack("tiny"), dir / "here",
+                                                          {{"adapter", dev.adapter().name()}, {"matvec", {{"head", gpu_matvec}}}}));
+  EXPECT_FALSE(llm::cpu_defaults(here, dev));
+  EXPECT_EQ(llm::choose_kernels(here, dev).matvec_for("head").geometry.workgroup_size, 256u);
   fs::remove_all(dir);
 }
 

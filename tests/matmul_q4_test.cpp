@@ -48,8 +48,8 @@ double run_matmul(uint32_t rows, uint32_t cols, uint32_t tokens, kernels::Output
 
 // Scalar and vec4 tiles; with vec4, odd thread counts put a thread's runs of 4 across tile edges.
 // Split-K: 2 and 3 chunks (uneven: the last chunk is shorter, or K has fewer 32-blocks than
-// splits) and a split whose chunk is the K step.
-const std::vector<MatmulGeometry> kGeometries{{16, 16, 16}, {4, 8, 32}, {8, 2, 8}, {4, 6, 16, 4},
+// splits) and a split whose chunk is the K step. {4, 32, 16, 4}: the CPU adapters' default.
+const std::vector<MatmulGeometry> kGeometries{{16, 16, 16}, {4, 8, 32}, {8, 2, 8}, {4, 6, 16, 4}, {4, 32, 16, 4},
                                               {16, 16, 16, 8, true}, {3, 5, 8, 8, true}, {4, 6, 16, 4, true},
                                               {8, 4, 16, 8, false, 2}, {4, 6, 8, 4, true, 3}, {4, 4, 32, 8, false, 16}};
 

@@ -142,6 +142,20 @@ TEST(MatvecQ4Fused, ConvStepMatchesReference) {
   EXPECT_LT(run_conv(true, kernels::Q4Variant::shared_x, {256, 16, 1, 2}, 1024, 1024, 1200), test::kF32Tolerance);
 }
 
+// The CPU adapters' default geometry (one subgroup-wide workgroup, 8 rows per lane group:
+// llm::cpu_matvec_geometry on lavapipe) with every fusion, the head's zero points included, on
+// shapes whose rows are not a multiple of 8.
+TEST(MatvecQ4Fused, CpuGeometryMatchesReference) {
+  uint32_t seed = 1300;
+  const MatvecGeometry g{8, 8, 8, 1};
+  for (const Fusion& f : kFusions)
+    for (auto v : {kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block, kernels::Q4Variant::carried})
+      for (const auto& [rows, cols] : {std::pair<uint32_t, uint32_t>{13, 96}, {45, 320}})
+        EXPECT_LT(run_fused(f, v, kernels::Reduction::best, g, rows, cols, false, seed++), test::kF32Tolerance) << name(f, v, kernels::Reduction::best, g) << " " << rows << "x" << cols;
+  EXPECT_LT(run_fused({false, true}, kernels::Q4Variant::v3_both, kernels::Reduction::best, g, 1001, 64, true, seed++), test::kF32Tolerance);
+  for (bool norm : {false, true}) EXPECT_LT(run_conv(norm, kernels::Q4Variant::v3_both, g, 45, 320, seed++), test::kF32Tolerance) << norm;
+}
+
 TEST(MatvecQ4Fused, BadOptionsAreClearErrors) {
   auto& k = test::test_kernels();
   EXPECT_THROW(kernels::MatvecQ4(k, {.rows = 8, .cols = 64, .mode = kernels::OutputMode::accumulate, .gated = true}), Error);

@@ -91,9 +91,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(kernels::Q4Variant::carried, kernels::Q4Variant::v3_both),
                        ::testing::Values(kernels::Reduction::subgroup, kernels::Reduction::shared),
                        // Lane groups wider than, equal to and narrower than lavapipe's subgroup
-                       // of 8; several subgroups per row; 1..8 rows per lane group.
+                       // of 8; several subgroups per row; 1..8 rows per lane group; one
+                       // subgroup-wide workgroup of 8 rows (the CPU adapters' default).
                        ::testing::Values(MatvecGeometry{512, 32, 4, 1}, MatvecGeometry{64, 4, 3, 2},
-                                         MatvecGeometry{32, 4, 2, 1}, MatvecGeometry{128, 16, 8, 1})),
+                                         MatvecGeometry{32, 4, 2, 1}, MatvecGeometry{128, 16, 8, 1}, MatvecGeometry{8, 8, 8, 1})),
     [](const auto& info) {
       return std::string(kernels::q4_variant_name(std::get<0>(info.param))) +
              (std::get<1>(info.param) == kernels::Reduction::subgroup ? "_subgroup_" : "_shared_") +
@@ -111,7 +112,7 @@ INSTANTIATE_TEST_SUITE_P(
     SplitBlock, MatvecQ4Test,
     ::testing::Combine(::testing::Values(kernels::Q4Variant::split_block), ::testing::Values(kernels::Reduction::subgroup, kernels::Reduction::shared),
                        ::testing::Values(MatvecGeometry{512, 32, 4, 1}, MatvecGeometry{64, 4, 3, 2}, MatvecGeometry{64, 8, 2, 1},
-                                         MatvecGeometry{128, 16, 8, 1})),
+                                         MatvecGeometry{128, 16, 8, 1}, MatvecGeometry{8, 8, 8, 1})),
     reduction_and_geometry);
 
 // shared_x: every weight block a lane needs held in registers (up to 16), x staged in workgroup

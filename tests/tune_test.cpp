@@ -12,6 +12,7 @@
 #include "gpu_fixture.h"
 #include "lfm2_test_pack.h"
 #include "q4_gpu.h"
+#include "llm/cpu_kernel_defaults.h"
 #include "llm/generator.h"
 #include "llm/kernel_choice.h"
 #include "llm/lfm2_model.h"
@@ -511,4 +512,26 @@ TEST(Tune, MlpSearchTriesF16DownProductsAtTheBestGeometry) {
   EXPECT_GT(r.half_product_us, 0) << "measured and within kHalfRejectRelL2";
   EXPECT_EQ(r.best.half_product, r.best_us == r.half_product_us);
   EXPECT_TRUE(r.to_json().contains("half_product_us"));
+}
+
+// On a CPU adapter the matvec search is a small grid of SIMD-wide workgroups that starts at the CPU
+// default (the pack's own choices still first), where the GPU grid has hundreds of choices.
+TEST(Tune, CpuAdapterSearchesSimdWideWorkgroupsFromTheCpuDefault) {
+  const auto& dev = test::test_device();
+  if (dev.adapter().type != "CPU") GTEST_SKIP() << "a CPU adapter's search space";
+  const auto space = tune::matvec_space(dev, {});
+  ASSERT_FALSE(space.empty());
+  EXPECT_LE(space.size(), 64u);
+  const auto cpu = llm::cpu_matvec_geometry(dev);
+  EXPECT_EQ(space.front().variant, kernels::Q4Variant::v3_both);
+  EXPECT_EQ(space.front().geometry.workgroup_size, cpu.workgroup_size);
+  EXPECT_EQ(space.front().geometry.rows_per_subgroup, cpu.rows_per_subgroup);
+  for (const auto& c : space) {
+    EXPECT_LE(c.geometry.workgroup_size, 4 * cpu.workgroup_size) << c.describe();
+    EXPECT_NE(c.variant, kernels::Q4Variant::shared_x) << c.describe();
+  }
+  const tune::MatvecConfigChoice mine{kernels::Q4Variant::carried, {256, 32, 1, 1}};
+  const auto with_input = tune::matvec_space(dev, {mine});
+  EXPECT_EQ(with_input.front().describe(), mine.describe());
+  EXPECT_EQ(with_input.size(), space.size() + 1);
 }

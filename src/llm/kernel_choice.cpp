@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/attention.h"
+#include "llm/cpu_kernel_defaults.h"
 
 namespace ember::llm {
 namespace {
@@ -27,6 +28,36 @@ kernels::MatvecGeometry safe_geometry(const gpu::Device& device) {
   g.subgroups_per_row = 1;
   return g;
 }
+
+}  // namespace
+
+kernels::MatvecGeometry cpu_matvec_geometry(const gpu::Device& device) {
+  const uint32_t lanes = std::max<uint32_t>(4, std::min<uint32_t>(32, device.subgroup_size()));
+  kernels::MatvecGeometry g;
+  g.workgroup_size = lanes;
+  g.subgroup_size = lanes;
+  g.rows_per_subgroup = std::min<uint32_t>(8, lanes);
+  g.subgroups_per_row = 1;
+  return g;
+}
+
+kernels::MatmulGeometry cpu_matmul_geometry() {
+  kernels::MatmulGeometry g;
+  g.wg_tokens = 4;
+  g.wg_rows = 32;
+  g.k_step = 16;
+  g.micro = 4;
+  return g;
+}
+
+bool cpu_defaults(const formats::LlmPack& pack, const gpu::Device& device) {
+  if (device.adapter().type != "CPU") return false;
+  const auto& extra = pack.candidate().extra;
+  auto it = extra.find("adapter");
+  return it != extra.end() && it->is_string() && it->get<std::string>() != device.adapter().name();
+}
+
+namespace {
 
 bool fits(const kernels::MatvecGeometry& g, const gpu::Device& device) {
   auto pow2 = [](uint32_t v) { return v && !(v & (v - 1)); };
@@ -76,9 +107,19 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
                          " but this adapter (" + adapter.name() + ") has " + std::to_string(adapter.subgroup_min) +
                          "; using default kernel geometry (run `ember tune` to tune for this GPU)");
   } else if (!tuned_on.empty() && tuned_on != adapter.name()) {
-    k.warnings.push_back("the pack's candidate was tuned on " + tuned_on + ", not on this adapter (" + adapter.name() +
-                         "); its choices run here but may be slow (run `ember tune` to tune for this GPU)");
+    k.warnings.push_back("the pack's candidate was tuned on " + tuned_on + ", not on this adapter (" + adapter.name() + "); " +
+                         (adapter.type == "CPU" ? "using the CPU adapter's defaults for its matvecs"
+                                                : "its choices run here but may be slow") +
+                         " (run `ember tune` to tune for this device)");
   }
+  // A CPU adapter and a candidate tuned on another adapter: GPU geometries (wide workgroups,
+  // reductions through workgroup memory) run an order of magnitude slower there than one SIMD-wide
+  // workgroup per 8 rows (cpu_matvec_geometry), and a grid that waits on its own workgroups is not
+  // resident on a few threads: every matvec gets the CPU geometry and the residual-MLP grid stays
+  // off. The choices that define the model's weights (mlpPair) stay. A candidate tuned nowhere
+  // (no adapter key) keeps the shapes it lists; the others get the CPU geometry, not the knee.
+  const bool cpu = cpu_defaults(pack, device);
+  const bool cpu_unlisted = adapter.type == "CPU" && tuned_on.empty();
   k.unfused = c.unfused;
   k.subgroups = device.has_subgroups();
   k.conv_fuse = c.conv_fuse || c.unfused;
@@ -105,7 +146,7 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
   }
   if (auto it = c.extra.find("residualMlpWorkgroups"); it != c.extra.end()) {
     const int64_t n = it->is_number_integer() ? it->get<int64_t>() : -1;
-    if (n >= 0 && n <= device.limits().maxComputeWorkgroupsPerDimension) k.residual_mlp_workgroups = c.unfused ? 0 : static_cast<uint32_t>(n);
+    if (n >= 0 && n <= device.limits().maxComputeWorkgroupsPerDimension) k.residual_mlp_workgroups = c.unfused || cpu ? 0 : static_cast<uint32_t>(n);
     else k.warnings.push_back("the candidate's residualMlpWorkgroups (" + it->dump() + ") is not a workgroup count; the fusion stays off");
   }
   // The fused MLP decides which down copy is the model: keep that choice whatever the geometry.
@@ -136,6 +177,13 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
     }
   }
 
+  // Prefill on a CPU adapter: a token tile of 16 (a short prompt wastes no lanes) and 128 rows per
+  // workgroup of 128 threads, where the GPU default's 64- or 128-token tiles leave most lanes idle
+  // on a short prompt and pay their barriers anyway.
+  if (cpu || cpu_unlisted)
+    for (const char* shape : kShapes)
+      if (cpu || !k.matmul.count(shape)) k.matmul[shape] = cpu_matmul_geometry();
+
   kernels::Q4Variant default_variant = kernels::Q4Variant::carried;
   try {
     default_variant = kernels::parse_q4_variant(rt.dequant_variant);
@@ -144,7 +192,9 @@ KernelChoices choose_kernels(const formats::LlmPack& pack, const gpu::Device& de
   }
   for (const char* shape : kShapes) {
     KernelChoices::Matvec m{default_variant, safe_geometry(device)};
-    if (subgroup_ok) {
+    if (cpu || (cpu_unlisted && !c.matvec_for(shape))) {
+      m = {kernels::Q4Variant::v3_both, cpu_matvec_geometry(device)};  // 16-byte loads: per-lane gathers cost per load
+    } else if (subgroup_ok) {
       if (const formats::MatvecChoice* mc = c.matvec_for(shape)) {
         m.geometry = to_geometry(mc->geometry);
         try {

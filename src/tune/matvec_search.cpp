@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "formats/llm_layout.h"
+#include "llm/cpu_kernel_defaults.h"
 #include "tune/check.h"
 
 namespace ember::tune {
@@ -109,7 +110,44 @@ kernels::MatvecGeometry reference_geometry(const gpu::Device& device) {
   return g;
 }
 
+namespace {
+
+// A CPU adapter runs a workgroup's invocations as SIMD lanes of one thread: workgroups of one to
+// four subgroups, lane groups of half or one subgroup, 4 or 8 rows per group (the x block a lane
+// loads serves them all), one lane group per row. The CPU default (llm::cpu_matvec_geometry) first,
+// then v3_both, split_block and carried, each in a fixed shuffled order: a few dozen choices, which
+// a tune's budget on a CPU covers where the GPU grid's hundreds would not.
+std::vector<MatvecConfigChoice> cpu_grid(const gpu::Device& device) {
+  const uint32_t sub = std::max<uint32_t>(4, std::min<uint32_t>(32, device.subgroup_size()));
+  std::vector<MatvecConfigChoice> grid;
+  for (auto variant : {kernels::Q4Variant::v3_both, kernels::Q4Variant::split_block, kernels::Q4Variant::carried})
+    for (uint32_t wg : {sub, 2 * sub, 4 * sub})
+      for (uint32_t sg : {std::max<uint32_t>(2, sub / 2), sub})
+        for (uint32_t rows : {4u, 8u}) {
+          if (rows > sg || wg > device.limits().maxComputeInvocationsPerWorkgroup) continue;
+          if (variant == kernels::Q4Variant::split_block && sg < 8) continue;  // eight lanes share a block
+          grid.push_back({variant, {wg, sg, rows, 1}});
+        }
+  std::mt19937 rng(20261207);
+  for (auto it = grid.begin(); it != grid.end();) {  // shuffle within each variant
+    auto end = std::find_if(it, grid.end(), [&](const MatvecConfigChoice& c) { return c.variant != it->variant; });
+    std::shuffle(it, end, rng);
+    it = end;
+  }
+  grid.insert(grid.begin(), {kernels::Q4Variant::v3_both, llm::cpu_matvec_geometry(device)});
+  return grid;
+}
+
+}  // namespace
+
 std::vector<MatvecConfigChoice> matvec_space(const gpu::Device& device, const std::vector<MatvecConfigChoice>& first) {
+  if (device.adapter().type == "CPU") {
+    std::vector<MatvecConfigChoice> out = first;
+    for (const auto& c : cpu_grid(device))
+      if (!std::any_of(out.begin(), out.end(), [&](const MatvecConfigChoice& o) { return o.variant == c.variant && same(o.geometry, c.geometry); }))
+        out.push_back(c);
+    return out;
+  }
   const uint32_t sub = std::max<uint32_t>(4, std::min<uint32_t>(32, device.subgroup_size()));
   std::set<uint32_t> widths{std::max<uint32_t>(4, sub / 2), sub, std::min<uint32_t>(64, sub * 2)};
   std::vector<MatvecConfigChoice> grid;
