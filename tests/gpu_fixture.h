@@ -22,7 +22,7 @@ inline gpu::KernelCache& test_kernels() {
   return cache;
 }
 
-// ||a - b|| / ||b||: the one accuracy measure of DESIGN.md.
+// ||a - b|| / ||b||: the one accuracy measure of docs/architecture.md.
 inline double rel_l2(const std::vector<float>& got, const std::vector<float>& ref) {
   double num = 0, den = 0;
   for (size_t i = 0; i < ref.size(); i++) {
@@ -33,7 +33,7 @@ inline double rel_l2(const std::vector<float>& got, const std::vector<float>& re
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
 }
 
-// Named tolerances (DESIGN.md: kernels).
+// Named tolerances (docs/architecture.md: tests).
 constexpr double kF32Tolerance = 1e-5;
 constexpr double kF16Tolerance = 1e-3;
 

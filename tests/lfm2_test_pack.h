@@ -124,7 +124,7 @@ inline reference::Q4Host q4_from_pack(const formats::LlmPack& p, const std::stri
 }
 
 // The model the pack holds, as f32 weights for the CPU reference. `down_copy`: "quant" or
-// "kquant" (DESIGN.md: the candidate decides which copy is the model).
+// "kquant" (docs/formats.md: the candidate decides which copy is the model).
 inline reference::Lfm2Weights reference_weights(const formats::LlmPack& p, const std::string& down_copy) {
   const auto& s = p.shape();
   const uint32_t H = s.hidden, F = s.ffn, V = s.vocab;

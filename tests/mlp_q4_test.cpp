@@ -85,7 +85,7 @@ TEST(MlpQ4, SeedShape) {
 
 // f16 down products (mlpHalfProduct "down"): close to the f32 reference (measured 2.7e-4..3.9e-4
 // on lavapipe), not equal to it. Runs where the adapter has shader-f16: lavapipe, i.e. every CI
-// run; NVIDIA's Vulkan driver through Dawn offers none (PLATFORM.md, docs/candidate-keys.md).
+// run; NVIDIA's Vulkan driver through Dawn offers none (docs/platform.md, docs/candidate-keys.md).
 TEST(MlpQ4, HalfProductsStayCloseToTheReference) {
   if (!test::test_device().has_f16()) GTEST_SKIP() << "this adapter has no shader-f16";
   uint32_t seed = 500;

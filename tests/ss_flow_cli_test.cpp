@@ -156,7 +156,7 @@ TEST_F(SsFlowStageCli, DumpedVelocitiesAreTheSamplersSteps) {
   want.insert(want.begin(), steps);
   ASSERT_EQ(shape, want);
   const auto x_final = load(path("lat_dumped.npy"));
-  // DESIGN.md's Euler update: x_{i+1} = x_i - (t_i - t_{i+1}) v_i, from the seeded noise.
+  // docs/models.md's Euler update: x_{i+1} = x_i - (t_i - t_{i+1}) v_i, from the seeded noise.
   trellis::SamplerOptions o;
   o.steps = steps;
   o.cfg_lo = 0.6;

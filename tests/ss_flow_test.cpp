@@ -165,7 +165,7 @@ TEST(SsFlowSampler, ScheduleAndIntervalAreTheReleasedOnes) {
   int guided = 0, last_guided = -1;
   for (int i = 0; i < o.steps; i++)
     if (trellis::guided_at(ts[size_t(i)], o)) guided++, last_guided = i;
-  EXPECT_EQ(guided, 19);  // DESIGN.md: steps 0..18 need the unconditional pass
+  EXPECT_EQ(guided, 19);  // docs/models.md: steps 0..18 need the unconditional pass
   EXPECT_EQ(last_guided, 18);
 }
 

@@ -1,4 +1,4 @@
-// The int8 group-quantized, tile-major matrix layout of TRELLIS stage packs (DESIGN.md, seed 004).
+// The int8 group-quantized, tile-major matrix layout of TRELLIS stage packs (docs/formats.md, seed 004).
 //
 // A [rows][columns] matrix is padded with zeros to padded_rows = rows rounded up to output_tile
 // (16) and padded_columns = columns rounded up to group_size (64). Tile t holds rows
@@ -9,7 +9,7 @@
 //                   (t * groups + g) * 16 + r % 16.
 // So one tile of output rows is contiguous (a matmul workgroup owning 16 rows reads one run of
 // bytes). Symmetric: w = q * scale, q in [-127, 127]; scale = f16(max|w| / 127) per row and group.
-// Byte counts alone cannot tell tile-outer from group-outer; this order is the one DESIGN.md names
+// Byte counts alone cannot tell tile-outer from group-outer; this order is the one docs/formats.md names
 // ("for tile t and group g"), and every reader in ember (GPU kernels, dequantizers) uses it.
 #pragma once
 

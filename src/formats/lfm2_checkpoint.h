@@ -1,5 +1,5 @@
 // Hugging Face LFM2 checkpoints (transformers' Lfm2ForCausalLM): config.json fields and the
-// state-dict tensor names and shapes (DESIGN.md "Reading Hugging Face LFM2 checkpoints").
+// state-dict tensor names and shapes (docs/models.md "Reading Hugging Face LFM2 checkpoints").
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // The byte layout of an LLM pack's weights.bin, computed from the model shape alone: which
-// sections exist, in which order, at which offsets and with how many bytes (DESIGN.md,
+// sections exist, in which order, at which offsets and with how many bytes (docs/formats.md,
 // "Section order"). The packer writes exactly this table; the validator demands it.
 #pragma once
 
@@ -52,7 +52,7 @@ std::vector<MatrixSpec> llm_matrices(const LlmShape& shape);
 // The expected table. `max_positions` sizes rope.cos_ext/sin_ext.
 LlmLayout llm_layout(const LlmShape& shape, int64_t max_positions);
 
-// Byte counts of the encodings (DESIGN.md "4-bit matrices").
+// Byte counts of the encodings (docs/formats.md "4-bit matrices").
 uint64_t q4_quant_bytes(int64_t rows, int64_t cols);        // rows*cols/2
 uint64_t q4_scale_bytes(int64_t rows, int64_t cols);        // rows*(cols/32)*4
 uint64_t q4_zero_point_bytes(int64_t rows, int64_t cols);   // rows*(cols/32) nibbles, whole u32 words

@@ -1,4 +1,4 @@
-// 4-bit block quantization of the LLM pack (DESIGN.md "4-bit matrices"), with dequantizers.
+// 4-bit block quantization of the LLM pack (docs/formats.md "4-bit matrices"), with dequantizers.
 //
 // Layout of a [rows][cols] matrix (cols a multiple of 32): element (r, c) is nibble c % 8 (bits
 // 4k..4k+3 hold element 8w+k) of little-endian u32 word (r*cols + c) / 8; scales are f32

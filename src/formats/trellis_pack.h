@@ -1,4 +1,4 @@
-// TRELLIS stage packs (seed 004, DESIGN.md "TRELLIS: the stage pack"): `manifest.json` plus
+// TRELLIS stage packs (seed 004, docs/formats.md "TRELLIS stage pack"): `manifest.json` plus
 // shards `stage-NNN.bin`. Parsing, validation (every problem reported at once) and read access.
 //
 // Tensor encodings:

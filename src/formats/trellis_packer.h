@@ -1,5 +1,5 @@
 // The stage-pack writer: f32 tensors under upstream state-dict names -> manifest.json plus
-// stage-NNN.bin shards, with the layout rules of DESIGN.md that reproduce seed 004:
+// stage-NNN.bin shards, with the layout rules of docs/formats.md that reproduce seed 004:
 //   - tensors in sorted name order; each tensor's data, then its scales, each range starting
 //     256-aligned (the cursor is rounded up to 256 before every range);
 //   - a tensor (data and scales together) never straddles shards: a new shard starts when the

@@ -2,7 +2,7 @@
 //
 // The Dawn build we link (npm bun-webgpu-linux-x64@0.1.7, libwebgpu_wrapper.so) ships no header,
 // and its enum numbers differ from today's upstream webgpu.h, so a foreign header would compile
-// and silently ask for the wrong things. Every number here is the one of that build (PLATFORM.md);
+// and silently ask for the wrong things. Every number here is the one of that build (docs/platform.md);
 // tests/gpu_abi_test.cpp proves each declaration we use on a real adapter.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The 4-bit block format of the LLM pack (DESIGN.md "LLM: the runtime pack"), shared by every q4
+// The 4-bit block format of the LLM pack (docs/formats.md "LLM runtime pack"), shared by every q4
 // kernel: a 32-block is 4 little-endian u32 words, word k holds elements 8k..8k+7 (nibble i =
 // element 8k+i). Symmetric blocks decode as (q - 8) * scale, asymmetric ones as (q - zp) * scale.
 //

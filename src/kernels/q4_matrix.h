@@ -10,7 +10,7 @@
 
 namespace ember::kernels {
 
-// A 4-bit matrix [rows][cols] in the pack format (DESIGN.md "LLM: the runtime pack"): each part
+// A 4-bit matrix [rows][cols] in the pack format (docs/formats.md "LLM runtime pack"): each part
 // bound as its own range (one buffer per section, or a shared buffer with 256-aligned offsets).
 // zero_points.buffer == nullptr means symmetric ((q - 8) * scale).
 struct Q4Matrix {

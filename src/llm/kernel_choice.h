@@ -60,7 +60,7 @@ struct KernelChoices {
   uint32_t residual_mlp_workgroups = 0;
   std::vector<std::string> warnings;
 
-  // The down copy that is this run's model weight (DESIGN.md "One model, one set of weights").
+  // The down copy that is this run's model weight (docs/formats.md "One model, one set of weights").
   const char* down_copy() const { return mlp_pair ? "kquant" : "quant"; }
   // Flash-decoding block count for a cache of `length` positions.
   uint32_t blocks_for(uint32_t length) const;

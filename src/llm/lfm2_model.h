@@ -1,5 +1,5 @@
 // The LFM2 model on the GPU: a pack's weights, the caches of one sequence, and the graph of one
-// step (transformers' Lfm2ForCausalLM, DESIGN.md), built from kernel families that know nothing
+// step (transformers' Lfm2ForCausalLM, docs/models.md), built from kernel families that know nothing
 // of models. Decode runs one token per submit with matvec kernels; prefill runs chunks of the
 // prompt with matrix-matrix kernels. Token ids live on the GPU (tokens()): decode embeds the id
 // the sampler wrote there, so no CPU round trip sits between two tokens.

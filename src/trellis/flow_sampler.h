@@ -1,6 +1,6 @@
 // TRELLIS FlowEulerGuidanceIntervalSampler on the GPU: the latent stays on the device between
 // steps; each step is one submit (forward at batch 2 where guidance applies, else batch 1, then
-// the Euler update), queued while the step before it runs. Schedule in f64 as DESIGN.md specifies.
+// the Euler update), queued while the step before it runs. Schedule in f64 as docs/models.md specifies.
 #pragma once
 
 #include <cstdint>

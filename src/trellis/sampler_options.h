@@ -1,4 +1,4 @@
-// The parameters of TRELLIS FlowEulerGuidanceIntervalSampler (DESIGN.md "Sampler"); defaults are
+// The parameters of TRELLIS FlowEulerGuidanceIntervalSampler (docs/models.md "The flow sampler"); defaults are
 // the released text pipelines' values. Shared by the GPU sampler and the CPU reference.
 #pragma once
 

@@ -1,6 +1,6 @@
 // TRELLIS SparseStructureFlowModel on the GPU: weights from a stage (pack or memory) in GPU
 // buffers, and the forward graph, which mirrors ModulatedTransformerCrossBlock block by block
-// (DESIGN.md "TRELLIS"). Dispatches and bind groups are built once per context length; a forward
+// (docs/models.md). Dispatches and bind groups are built once per context length; a forward
 // at batch 1 or 2 (conditional | unconditional) is then only recorded.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Tensors of a TRELLIS stage in the pack's encodings (DESIGN.md "TRELLIS: the stage pack"), as the
+// Tensors of a TRELLIS stage in the pack's encodings (docs/formats.md "TRELLIS stage pack"), as the
 // model loader consumes them: from a StagePack on disk, or built in memory by tests and synthesis.
 #pragma once
 

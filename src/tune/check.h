@@ -1,5 +1,5 @@
 // What every tuner search compares candidates by: fresh random inputs and the rel L2 distance
-// to the reference configuration's output (DESIGN.md's one accuracy measure).
+// to the reference configuration's output (docs/architecture.md's one accuracy measure).
 #pragma once
 
 #include <cmath>

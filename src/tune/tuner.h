@@ -26,7 +26,7 @@ namespace ember::tune {
 
 struct TuneOptions {
   double budget_s = 120;   // whole search, weight upload included; stops early, keeps the best so far
-  // mlpPair decides which down copy is the model (DESIGN.md "One model, one set of weights"):
+  // mlpPair decides which down copy is the model (docs/formats.md "One model, one set of weights"):
   // without this flag the input candidate's mlpPair is kept (its slices/workgroup tuned when on);
   // with it, the whole decode step is timed with the fused MLP and with the unfused path as tuned,
   // and the faster one is written.

@@ -1,5 +1,5 @@
 // CPU reference dequantizer for the stage pack's symmetric-quantized tensors, written from the
-// DESIGN.md prose alone: walk the bytes in storage order (tile t, then group g, then the 16x64
+// docs/formats.md prose alone: walk the bytes in storage order (tile t, then group g, then the 16x64
 // block row-major; scales [tile][group][16]) and place each value at (16t + i, 64g + j).
 #pragma once
 

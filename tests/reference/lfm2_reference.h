@@ -1,4 +1,4 @@
-// Plain CPU forward of an LFM2 model (transformers' Lfm2ForCausalLM semantics, DESIGN.md), on
+// Plain CPU forward of an LFM2 model (transformers' Lfm2ForCausalLM semantics, docs/models.md), on
 // dequantized f32 weights, one token at a time, in double-precision accumulation. The oracle the
 // GPU engine is checked against; written independently of src/llm.
 #pragma once

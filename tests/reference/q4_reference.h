@@ -1,4 +1,4 @@
-// CPU reference for the 4-bit matrix format of the LLM runtime pack (DESIGN.md "LLM: the runtime
+// CPU reference for the 4-bit matrix format of the LLM runtime pack (docs/formats.md "LLM runtime
 // pack"): quantizers that produce the exact packed layout, dequantization, and plain double
 // precision matrix products. The oracle for every q4 kernel; obviously right, never fast.
 #pragma once

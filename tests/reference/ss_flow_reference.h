@@ -1,5 +1,5 @@
 // CPU reference for TRELLIS SparseStructureFlowModel and FlowEulerGuidanceIntervalSampler, written
-// from DESIGN.md's semantics with plain loops (double accumulators) on dequantized weights. The
+// from docs/models.md's semantics with plain loops (double accumulators) on dequantized weights. The
 // oracle for src/kernels and src/trellis; independent of them. Multithreaded and ordered for the
 // cache so the seed configuration's forward (1.4 TFLOP) takes seconds on a many-core host.
 #pragma once
