@@ -408,20 +408,31 @@ TEST(Tune, PrefillGeometryTheAdapterCannotRunFallsBackWithAWarning) {
   auto k = llm::choose_kernels(pack, test::test_device());
   ASSERT_FALSE(k.warnings.empty());
   EXPECT_NE(k.warnings.back().find("prefillMatmul"), std::string::npos) << k.warnings.back();
-  EXPECT_EQ(k.matmul_for("mlp_down", 4096, 1024), kernels::MatmulGeometry{});
-  EXPECT_EQ(k.matmul_for("mlp_down", 1024, 1024), (kernels::MatmulGeometry{.micro = 4}));  // 64 workgroups at micro 8
+  // A CPU adapter's fallback for a shape the candidate does not give (usably) is the CPU geometry.
+  if (test::test_device().adapter().type == "CPU") {
+    EXPECT_EQ(k.matmul_for("mlp_down", 4096, 1024), llm::cpu_matmul_geometry());
+    EXPECT_EQ(k.matmul_for("mlp_down", 1024, 1024), llm::cpu_matmul_geometry());
+  } else {
+    EXPECT_EQ(k.matmul_for("mlp_down", 4096, 1024), kernels::MatmulGeometry{});
+    EXPECT_EQ(k.matmul_for("mlp_down", 1024, 1024), (kernels::MatmulGeometry{.micro = 4}));  // 64 workgroups at micro 8
+  }
   EXPECT_EQ(k.matmul_for("attn_qkv", 1024, 1024), (kernels::MatmulGeometry{4, 8, 32}));
   fs::remove_all(dir);
 }
 
-// The pack's current choice first, then every shared_x configuration (the variant that wins on
-// measured GPUs) before any other, and all four variants present: a budget-cut search covers
-// shared_x whole.
+// The pack's current choice first; then, on a GPU, every shared_x configuration (the variant that
+// wins on measured GPUs) before any other, and all four variants present: a budget-cut search covers
+// shared_x whole. On a CPU adapter the CPU default comes right after the current choice instead.
 TEST(Tune, MatvecSpaceTriesSharedXFirst) {
   const tune::MatvecConfigChoice current{kernels::Q4Variant::carried, tune::reference_geometry(test::test_device())};
   const auto space = tune::matvec_space(test::test_device(), {current});
   ASSERT_GT(space.size(), 4u);
   EXPECT_EQ(space.front().variant, kernels::Q4Variant::carried);
+  if (test::test_device().adapter().type == "CPU") {
+    const tune::MatvecConfigChoice cpu_default{kernels::Q4Variant::v3_both, llm::cpu_matvec_geometry(test::test_device())};
+    EXPECT_EQ(space[1].describe(), cpu_default.describe());
+    return;
+  }
   auto first_other = std::find_if(space.begin() + 1, space.end(), [](const auto& c) { return c.variant != kernels::Q4Variant::shared_x; });
   EXPECT_GT(first_other - space.begin(), 1) << "no shared_x configuration right after the current one";
   EXPECT_TRUE(std::none_of(first_other, space.end(), [](const auto& c) { return c.variant == kernels::Q4Variant::shared_x; }));
