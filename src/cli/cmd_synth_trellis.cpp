@@ -1,7 +1,6 @@
 // `ember synth trellis-ss-flow | trellis-ss-decoder`: a random-weight SparseStructureFlowModel or
 // SparseStructureDecoder checkpoint with upstream's state-dict names and shapes, so tests and demos go through the real packer.
 #include <cstdio>
-#include <cstring>
 
 #include "cli/commands.h"
 #include "common/error.h"
@@ -46,20 +45,8 @@ size_t write_synth_checkpoint(const OutputTarget& target, const std::string& kin
   std::vector<formats::TensorToWrite> out;
   size_t total = 0;
   for (auto& [name, v] : weights) {
-    formats::TensorToWrite t{name, f16 ? formats::DType::F16 : formats::DType::F32, shapes.at(name), {}};
-    if (f16) {
-      t.bytes.resize(v.size() * 2);
-      for (size_t i = 0; i < v.size(); i++) {
-        uint16_t h = formats::f32_to_f16(v[i]);
-        std::memcpy(t.bytes.data() + 2 * i, &h, 2);
-      }
-    } else {
-      t.bytes.resize(v.size() * 4);
-      std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
-    }
-    std::vector<float>().swap(v);
-    total += t.bytes.size();
-    out.push_back(std::move(t));
+    out.push_back(formats::float_tensor(name, shapes.at(name), v, f16));
+    total += out.back().bytes.size();
   }
   metadata[formats::kEmberOutputKey] = kind_id;
   write_output_file(target, [&](const std::filesystem::path& tmp) { formats::write_safetensors(tmp, out, metadata); });

@@ -220,6 +220,22 @@ float f16_to_f32(uint16_t h) {
   return f;
 }
 
+TensorToWrite float_tensor(std::string name, std::vector<int64_t> shape, std::vector<float>& values, bool f16) {
+  TensorToWrite t{std::move(name), f16 ? DType::F16 : DType::F32, std::move(shape), {}};
+  if (f16) {
+    t.bytes.resize(values.size() * 2);
+    for (size_t i = 0; i < values.size(); i++) {
+      uint16_t h = f32_to_f16(values[i]);
+      std::memcpy(t.bytes.data() + 2 * i, &h, 2);
+    }
+  } else {
+    t.bytes.resize(values.size() * 4);
+    std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+  }
+  std::vector<float>().swap(values);
+  return t;
+}
+
 uint16_t f32_to_f16(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);

@@ -57,6 +57,9 @@ struct TensorToWrite {
   std::vector<int64_t> shape;
   std::vector<uint8_t> bytes;
 };
+// f32 values as a tensor to write, stored as F16 (rounded to nearest) or F32; `values` is
+// released as it is encoded, so large checkpoints are not held twice.
+TensorToWrite float_tensor(std::string name, std::vector<int64_t> shape, std::vector<float>& values, bool f16);
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 

@@ -1,6 +1,5 @@
 #include "trellis/clip_checkpoint.h"
 
-#include <cstring>
 #include <set>
 
 #include "common/atomic_file.h"
@@ -166,21 +165,7 @@ void write_synth_clip_checkpoint(const fs::path& dir, const formats::ClipTextCon
   const std::string tokenizer = synth_clip_tokenizer_json(c);
   build_directory_atomic(dir, [&](const fs::path& tmp) {
     std::vector<formats::TensorToWrite> out;
-    for (auto& [name, v] : weights) {
-      formats::TensorToWrite t{name, f16 ? formats::DType::F16 : formats::DType::F32, shapes.at(name), {}};
-      if (f16) {
-        t.bytes.resize(v.size() * 2);
-        for (size_t i = 0; i < v.size(); i++) {
-          uint16_t h = formats::f32_to_f16(v[i]);
-          std::memcpy(t.bytes.data() + 2 * i, &h, 2);
-        }
-      } else {
-        t.bytes.resize(v.size() * 4);
-        std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
-      }
-      std::vector<float>().swap(v);
-      out.push_back(std::move(t));
-    }
+    for (auto& [name, v] : weights) out.push_back(formats::float_tensor(name, shapes.at(name), v, f16));
     formats::write_safetensors(tmp / "model.safetensors", out, {{"format", "pt"}, {"ember_synth_seed", std::to_string(seed)}});
     write_file_atomic(tmp / kConfigFile, c.to_json(f16 ? "float16" : "float32").dump(2) + "\n");
     write_file_atomic(tmp / kTokenizerFile, tokenizer);
