@@ -82,7 +82,7 @@ TEST(ServerSlotsHttp, TwoChoicesEqualSingleRunsWithTheirSeeds) {
       EXPECT_EQ(j["choices"][i]["index"], i);
       auto one = test::post(s, path, body({{"seed", 4242 + i}}));
       ASSERT_EQ(one.status, 200) << one.body;
-      const json& c1 = one.json()["choices"][0];
+      const json c1 = one.json()["choices"][0];
       const json& ci = j["choices"][i];
       texts.push_back(is_chat ? ci["message"]["content"].get<std::string>() : ci["text"].get<std::string>());
       EXPECT_EQ(texts.back(), is_chat ? c1["message"]["content"].get<std::string>() : c1["text"].get<std::string>()) << "choice " << i;
@@ -128,7 +128,7 @@ TEST(ServerSlotsHttp, SecondChatTurnReportsCachedTokens) {
     const double before = prefilled(s);
     auto t2 = test::post(s, "/v1/chat/completions", chat(turn2_messages, 8).dump());
     ASSERT_EQ(t2.status, 200) << t2.body;
-    const json& u = t2.json()["usage"];
+    const json u = t2.json()["usage"];
     const int cached = u["prompt_tokens_details"]["cached_tokens"].get<int>();
     EXPECT_GE(cached, t1.json()["usage"]["prompt_tokens"].get<int>());
     EXPECT_LT(cached, u["prompt_tokens"].get<int>());
