@@ -189,6 +189,7 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
         if (done[i]) continue;
         Job::Update u = take(i);
         choices[i].text += u.text;
+        if (!error.empty()) cancel_all();  // the answer is a 500: the other choices need not finish
         if (!u.done && res.client_gone()) {  // nobody will read the answer: free the slots now
           cancel_all();
           return res.abandon();
