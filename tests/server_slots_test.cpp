@@ -165,3 +165,24 @@ TEST(ServerSlots, EachRequestFindsItsOwnSlot) {
     EXPECT_GE(job->cached_tokens(), prompts[i].size() + replies[i].size() - 1) << "request " << i;
   }
 }
+
+// A prompt no slot can reuse goes to the least recently used slot: the three most recent
+// conversations keep their caches, the oldest loses its.
+TEST(ServerSlots, UnrelatedPromptTakesTheLeastRecentlyUsedSlot) {
+  auto s = scheduler();
+  std::vector<std::vector<uint32_t>> histories;
+  for (uint32_t i = 0; i <= kParallel; i++) {  // one more conversation than slots, one at a time
+    auto prompt = ids(200 + 17 * i, 9);
+    auto reply = finish(s->submit(request(prompt, 5)));
+    histories.push_back(concat(prompt, reply));
+  }
+  for (uint32_t i = kParallel + 1; i-- > 0;) {  // newest first: each finds its history, the oldest none
+    auto job = s->submit(request(concat(histories[i], ids(3, 2)), 3));
+    finish(job);
+    if (i == 0) {
+      EXPECT_EQ(job->cached_tokens(), 0u) << "the oldest conversation's slot went to the newest";
+    } else {
+      EXPECT_GE(job->cached_tokens(), histories[i].size() - 1) << "conversation " << i;
+    }
+  }
+}
