@@ -32,6 +32,10 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--model-name", o->http.model_name, "model id reported by /v1/models (default: the model directory's name)");
   cmd->add_option("--parallel", o->sched.parallel, "sequence slots decoded together (>= the pack's maxQueries)")->capture_default_str();
   cmd->add_option("--queue", o->sched.queue, "requests that may wait for a slot; beyond them 503")->capture_default_str();
+  cmd->add_option("--snapshot-interval", o->sched.snapshot_interval,
+                  "prompt reuse: positions between two saved conv states of a slot's prompt (docs/server-slots.md)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--max-body", o->http.max_body_bytes, "largest request body in bytes (413 beyond)")->capture_default_str();
   cmd->add_option("--max-client-connections", o->http.max_client_connections,
                   "open connections one client address may hold (0 = no cap; behind a proxy all clients share its address)")

@@ -1,5 +1,6 @@
 #include "server/http_server.h"
 
+#include <algorithm>
 #include <set>
 
 #include "common/error.h"
@@ -71,7 +72,9 @@ HttpServer::HttpServer(llm::Session& session, Scheduler& scheduler, const Server
         metrics_.connection(names[static_cast<int>(e)]);
       });
   scheduler_.on_done = [this](const Job& job) {
-    metrics_.generation(static_cast<uint32_t>(job.request().prompt.size()), job.generated(), job.ttft_seconds(), job.decode_tokens_per_second());
+    // The n choices of a request share its prompt: it counts once.
+    const uint32_t prompt = job.request().choice == 0 ? static_cast<uint32_t>(job.request().prompt.size()) : 0;
+    metrics_.generation(prompt, job.generated(), job.ttft_seconds(), job.decode_tokens_per_second());
   };
 }
 
@@ -129,7 +132,8 @@ void HttpServer::route(const HttpRequest& req, HttpResponder& res) {
   } else {  // /metrics
     res.send(200, "text/plain; version=0.0.4",
              metrics_.render(scheduler_.queued(), scheduler_.active(), scheduler_.parallel(), scheduler_.steps(), scheduler_.batched_rows(),
-                             listener_->open_connections()));
+                             listener_->open_connections()) +
+                 Metrics::render_prompt_cache(scheduler_.prefilled_tokens(), scheduler_.cached_tokens()));
   }
 }
 
@@ -145,66 +149,99 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
   } catch (const Error& e) {  // e.g. text the tokenizer refuses
     return send_api_error(res, ApiError::bad_request(e.what(), chat ? "messages" : "prompt"));
   }
-  const Usage usage0{static_cast<uint32_t>(p.job.prompt.size()), 0};
+  const uint32_t prompt_tokens = static_cast<uint32_t>(p.job.prompt.size());
   const bool stream = p.stream, include_usage = p.include_usage;
-  std::shared_ptr<Job> job;
+  std::vector<std::shared_ptr<Job>> jobs;
   try {
-    job = scheduler_.submit(std::move(p.job));
+    jobs = scheduler_.submit(std::move(p.job), p.n);
   } catch (const ApiError& e) {
     return send_api_error(res, e);
   }
+  const size_t n = jobs.size();
   const ResponseMeta meta = new_meta(chat, options_.model_name);
   constexpr auto kPoll = std::chrono::milliseconds(100);  // how soon a vanished client frees its slot
+  // With several choices each wait is short: a choice's text must not wait for another's.
+  const auto poll = n == 1 ? kPoll : std::chrono::milliseconds(10);
+  auto cancel_all = [&] {
+    for (auto& j : jobs) j->cancel();
+  };
+  std::vector<Choice> choices(n);
+  std::vector<bool> done(n, false);
+  Usage usage{prompt_tokens, 0, 0};
+  std::string error;
+  // Takes what choice i has now: its new text, and at its end its finish, tokens and any error.
+  auto take = [&](size_t i) {
+    Job::Update u = jobs[i]->wait(poll);
+    if (u.done) {
+      done[i] = true;
+      choices[i].finish = u.finish;
+      usage.completion_tokens += u.completion_tokens;
+      if (u.finish == Finish::Error && error.empty()) error = u.error;
+      if (i == 0) usage.cached_tokens = jobs[0]->cached_tokens();
+    }
+    return u;
+  };
+  auto all_done = [&] { return std::all_of(done.begin(), done.end(), [](bool d) { return d; }); };
 
   if (!stream) {
-    std::string text;
-    Job::Update u;
-    do {
-      u = job->wait(kPoll);
-      text += u.text;
-      if (!u.done && res.client_gone()) {  // nobody will read the answer: free the slot now
-        job->cancel();
-        return res.abandon();
+    while (!all_done()) {
+      for (size_t i = 0; i < n; i++) {
+        if (done[i]) continue;
+        Job::Update u = take(i);
+        choices[i].text += u.text;
+        if (!error.empty()) cancel_all();  // the answer is a 500: the other choices need not finish
+        if (!u.done && res.client_gone()) {  // nobody will read the answer: free the slots now
+          cancel_all();
+          return res.abandon();
+        }
       }
-    } while (!u.done);
-    if (u.finish == Finish::Error) return (void)res.send(500, kJson, error_body(u.error, "server_error"));
-    res.send(200, kJson, dump(full_response(meta, text, u.finish, {usage0.prompt_tokens, u.completion_tokens})));
+    }
+    if (!error.empty()) return (void)res.send(500, kJson, error_body(error, "server_error"));
+    res.send(200, kJson, dump(full_response(meta, choices, usage)));
     return;
   }
 
   // X-Accel-Buffering: nginx passes the events through unbuffered.
   auto gone = [&] {
-    job->cancel();
+    cancel_all();
     res.abandon();
   };
   if (!res.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}})) return gone();
-  if (meta.chat && !res.write(sse_event(stream_chunk(meta, "", std::nullopt, true)))) return gone();
+  if (meta.chat)
+    for (size_t i = 0; i < n; i++)
+      if (!res.write(sse_event(stream_chunk(meta, "", std::nullopt, true, static_cast<uint32_t>(i))))) return gone();
   auto last_write = Clock::now();
-  while (true) {
-    Job::Update u = job->wait(kPoll);
-    if (!u.text.empty()) {
-      if (!res.write(sse_event(stream_chunk(meta, u.text, std::nullopt, false)))) return gone();
-      last_write = Clock::now();
-    }
-    if (!u.done) {
-      // An SSE comment now and then: clients ignore it, and it finds a client gone while queued.
-      if (res.client_gone()) return gone();
-      if (Clock::now() - last_write > std::chrono::seconds(2)) {
-        if (!res.write(": keep-alive\n\n")) return gone();
+  while (!all_done()) {
+    for (size_t i = 0; i < n; i++) {
+      if (done[i]) continue;
+      Job::Update u = take(i);
+      const auto index = static_cast<uint32_t>(i);
+      std::string out;
+      if (!u.text.empty()) out += sse_event(stream_chunk(meta, u.text, std::nullopt, false, index));
+      if (u.done && u.finish != Finish::Error) out += sse_event(stream_chunk(meta, "", u.finish, false, index));
+      if (!out.empty()) {
+        if (!res.write(out)) return gone();
         last_write = Clock::now();
       }
-      continue;
+      if (!error.empty()) break;
     }
-    std::string tail;
-    if (u.finish == Finish::Error)
-      tail = "data: " + error_body(u.error, "server_error") + "\n\n";
-    else
-      tail = sse_event(stream_chunk(meta, "", u.finish, false));
-    if (include_usage && u.finish != Finish::Error) tail += sse_event(usage_chunk(meta, {usage0.prompt_tokens, u.completion_tokens}));
-    tail += kSseDone;
-    if (!res.write(tail) || !res.end_stream()) return gone();
-    return;
+    if (!error.empty()) {  // one choice failed: the others end with it
+      cancel_all();
+      break;
+    }
+    if (all_done()) break;
+    // An SSE comment now and then: clients ignore it, and it finds a client gone while queued.
+    if (res.client_gone()) return gone();
+    if (Clock::now() - last_write > std::chrono::seconds(2)) {
+      if (!res.write(": keep-alive\n\n")) return gone();
+      last_write = Clock::now();
+    }
   }
+  std::string tail;
+  if (!error.empty()) tail = "data: " + error_body(error, "server_error") + "\n\n";
+  else if (include_usage) tail += sse_event(usage_chunk(meta, usage));
+  tail += kSseDone;
+  if (!res.write(tail) || !res.end_stream()) return gone();
 }
 
 }  // namespace ember::server

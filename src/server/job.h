@@ -23,6 +23,7 @@ struct JobRequest {
   llm::SamplingOptions sampling;
   uint32_t max_tokens = 16;
   std::vector<std::string> stops;  // stop strings, matched on the decoded text
+  uint32_t choice = 0;             // index among the n choices of one request (Scheduler::submit)
 };
 
 enum class Finish { None, Stop, Length, Cancelled, Error };
@@ -41,6 +42,8 @@ class Job {
   void complete();
   void fail(const std::string& message);
   bool cancelled() const { return cancelled_.load(); }
+  // Prompt positions taken from the slot's caches instead of prefilled (set at admission).
+  void set_cached_tokens(uint32_t n) { cached_tokens_.store(n); }
 
   // --- client thread ---
   void cancel() { cancelled_.store(true); }
@@ -56,6 +59,9 @@ class Job {
 
   // Timing and count for the metrics (scheduler thread, once done).
   uint32_t generated() const { return generated_; }
+  uint32_t cached_tokens() const { return cached_tokens_.load(); }
+  // The generated ids, stop id included (scheduler thread; others once wait() said done).
+  const std::vector<uint32_t>& ids() const { return ids_; }
   double ttft_seconds() const;
   double decode_tokens_per_second() const;
 
@@ -67,8 +73,10 @@ class Job {
   llm::StreamingDetokenizer detok_;
   StopMatcher stop_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<uint32_t> cached_tokens_{0};
   bool stopped_ = false;  // scheduler side: hit a stop id or string
   uint32_t generated_ = 0;
+  std::vector<uint32_t> ids_;
   Clock::time_point created_ = Clock::now(), first_token_{}, finished_{};
 
   std::mutex mutex_;
