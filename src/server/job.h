@@ -68,7 +68,7 @@ class Job {
   StopMatcher stop_;
   std::atomic<bool> cancelled_{false};
   bool stopped_ = false;  // scheduler side: hit a stop id or string
-  uint32_t generated_ = 0;
+  std::atomic<uint32_t> generated_{0};  // read by /slots while the scheduler writes it
   Clock::time_point created_ = Clock::now(), first_token_{}, finished_{};
 
   std::mutex mutex_;

@@ -96,12 +96,21 @@ uint64_t Scheduler::batched_rows() const {
   return batched_rows_;
 }
 
+std::vector<Scheduler::SlotInfo> Scheduler::slot_info() const {
+  std::lock_guard lock(mutex_);
+  std::vector<SlotInfo> out;
+  for (size_t i = 0; i < slots_.size(); i++) out.push_back({static_cast<uint32_t>(i), slots_[i].job});
+  return out;
+}
+
 void Scheduler::end(Slot& slot, const std::string* error) {
-  std::shared_ptr<Job> job = std::move(slot.job);
+  std::shared_ptr<Job> job;
   {
     // The slot is free before the client hears the answer: a client that sends its next
-    // request as soon as this one ends must find room, not a spurious 503.
+    // request as soon as this one ends must find room, not a spurious 503. (Under the lock:
+    // slot_info reads slot.job.)
     std::lock_guard lock(mutex_);
+    job = std::move(slot.job);
     active_--;
   }
   if (error) job->fail(*error);

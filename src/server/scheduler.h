@@ -56,6 +56,13 @@ class Scheduler {
   uint64_t steps() const;
   uint64_t batched_rows() const;  // sequence decodes run by the batched decoder
 
+  // What /slots shows of one sequence slot (llama_endpoints.cpp renders it).
+  struct SlotInfo {
+    uint32_t id = 0;
+    std::shared_ptr<const Job> job;  // the request it runs; null when idle
+  };
+  std::vector<SlotInfo> slot_info() const;
+
  private:
   struct Slot {
     std::unique_ptr<llm::Lfm2Model> owned;  // slot 0 uses the session's model
