@@ -285,3 +285,26 @@ TEST(LlamaEndpoints, JsonLogLines) {
   EXPECT_TRUE(line["ms"].is_number_integer());
   EXPECT_EQ(line["time"].get<std::string>().size(), 20u);
 }
+
+TEST(LlamaEndpoints, ContextAndDefaultMaxTokensFlags) {
+  test::ServerProcess s(pack_dir(), {"--parallel", "1", "-c", "24", "-n", "3"});
+  const json props = test::get(s, "/props").json();
+  EXPECT_EQ(props["default_generation_settings"]["n_ctx"], 24);
+  EXPECT_EQ(props["default_generation_settings"]["params"]["n_predict"], 3);
+  // -n: a request without max_tokens gets 3.
+  auto r = test::post(s, "/v1/completions", json{{"prompt", "Once upon a time"}, {"temperature", 0}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_LE(r.json()["usage"]["completion_tokens"].get<int>(), 3);
+  // -c: prompt and completion together stay within 24 positions.
+  auto big = test::post(s, "/v1/completions", json{{"prompt", "Once upon a time"}, {"max_tokens", 100}, {"temperature", 0}}.dump());
+  ASSERT_EQ(big.status, 200) << big.body;
+  EXPECT_LE(big.json()["usage"]["total_tokens"].get<int>(), 24);
+  std::string long_prompt;
+  for (int i = 0; i < 30; i++) long_prompt += "ab ";
+  auto refused = test::post(s, "/v1/completions", json{{"prompt", long_prompt}, {"max_tokens", 1}}.dump());
+  expect_error(refused, 400, "prompt", "context_length_exceeded");
+  // More than the pack holds is refused at start.
+  auto over = test::run_ember("serve --model " + pack_dir() + " --port 0 --quiet -c 100000000");
+  EXPECT_NE(over.status, 0);
+  EXPECT_NE(over.out.find("-c/--ctx-size"), std::string::npos) << over.out;
+}
