@@ -21,6 +21,8 @@ void add_serve_command(CLI::App& app) {
     server::ServerOptions http;
     server::SchedulerOptions sched;
     double grace_s = 10;
+    std::vector<std::string> cors;
+    std::string log_format = "text";
   };
   auto o = std::make_shared<Opts>();
   o->llm.add_to(*cmd, /*with_sampling=*/false);
@@ -46,14 +48,23 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--body-timeout", o->http.body_timeout_s, "seconds a request's body may take after its head (408 beyond)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--default-max-tokens", o->http.default_max_tokens, "max_tokens when a request gives none")->capture_default_str();
+  o->llm.add_context_option(*cmd);
+  cmd->add_option("-n,--default-max-tokens", o->http.default_max_tokens, "max_tokens when a request gives none")->capture_default_str();
   cmd->add_option("--max-tokens-cap", o->http.max_tokens_cap, "lower any larger max_tokens to this (0 = only the context bounds it)")
       ->capture_default_str();
   cmd->add_option("--shutdown-grace", o->grace_s, "seconds in-flight requests may finish after SIGTERM/SIGINT")->capture_default_str();
-  cmd->callback([o, key_opt] {
+  cmd->add_option("--cors", o->cors, "let browser pages from ORIGIN call the API (repeatable or comma-separated; * = any origin)")
+      ->type_name("ORIGIN");
+  auto* log_opt = cmd->add_option("--log-format", o->log_format, "per-request log line on stderr: text, json or off (--quiet: off unless given)")
+                      ->capture_default_str();
+  cmd->callback([o, key_opt, log_opt] {
     // An empty key would start an open server while the user meant to protect it.
     if (key_opt->count() > 0 && o->http.api_key.empty())
       throw Error("the API key is empty", "--api-key", "give a non-empty key, or leave out --api-key for a server without one");
+    // Checked before the model loads: a typo should not cost the load time.
+    o->http.cors = server::CorsPolicy(o->cors);
+    o->http.log_format = server::parse_log_format(o->log_format);
+    if (o->llm.quiet && log_opt->count() == 0) o->http.log_format = server::LogFormat::Off;
     // Signals are taken by one thread with sigwait; every other thread (created below) inherits the mask.
     sigset_t sigs;
     sigemptyset(&sigs);
@@ -64,14 +75,17 @@ void add_serve_command(CLI::App& app) {
 
     if (o->http.model_name.empty()) o->http.model_name = std::filesystem::absolute(o->llm.model).lexically_normal().filename().string();
     if (o->http.model_name.empty()) o->http.model_name = "ember";
+    o->http.model_path = o->llm.model;
+    o->http.queue = o->sched.queue;
     llm::SessionOptions so = o->llm.session();
     so.sequences = std::max<uint32_t>(1, o->sched.parallel);  // one cache slot per sequence slot
     llm::Session session(o->llm.model, so);
     server::Scheduler scheduler(session, o->sched);
+    o->http.context = o->llm.context(scheduler.capacity());
     server::HttpServer http(session, scheduler, o->http);
     const int port = http.bind();
     std::printf("ember serve: listening on http://%s:%d (model %s, %u slots, queue %u, context %u)\n", o->http.host.c_str(), port,
-                o->http.model_name.c_str(), scheduler.parallel(), o->sched.queue, scheduler.capacity());
+                o->http.model_name.c_str(), scheduler.parallel(), o->sched.queue, o->http.context);
     std::fflush(stdout);
     std::thread listener([&] { http.listen(); });
     int sig = 0;

@@ -5,8 +5,10 @@
 
 #include "common/error.h"
 #include "server/api_error.h"
+#include "server/llama_endpoints.h"
 #include "server/openai_format.h"
 #include "server/request_parse.h"
+#include "server/responses_api.h"
 
 namespace ember::server {
 namespace {
@@ -14,7 +16,9 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-const std::set<std::string> kRoutes = {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics"};
+const std::set<std::string> kRoutes = {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics",
+                                       "/v1/responses", "/tokenize", "/detokenize", "/props", "/slots"};
+const std::set<std::string> kPostRoutes = {"/v1/chat/completions", "/v1/completions", "/v1/responses", "/tokenize", "/detokenize"};
 
 // Metric label of a path: a known route or "other" (a fuzzer must not create label series).
 std::string route_label(const std::string& path) {
@@ -39,6 +43,9 @@ std::string refusal_body(int status, const std::string& message) {
                     code ? std::optional<std::string>(code) : std::nullopt);
 }
 
+// Positions one request may use: -c when given (at most a slot's), else a slot's capacity.
+uint32_t context_of(const ServerOptions& o, const Scheduler& s) { return o.context ? std::min(o.context, s.capacity()) : s.capacity(); }
+
 bool same_key(const std::string& a, const std::string& b) {  // no early exit on the first difference
   unsigned diff = a.size() != b.size();
   for (size_t i = 0; i < a.size() && i < b.size(); i++) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
@@ -48,7 +55,7 @@ bool same_key(const std::string& a, const std::string& b) {  // no early exit on
 }  // namespace
 
 HttpServer::HttpServer(llm::Session& session, Scheduler& scheduler, const ServerOptions& options)
-    : session_(session), scheduler_(scheduler), options_(options) {
+    : session_(session), scheduler_(scheduler), options_(options), log_(options.log_format) {
   if (options.max_body_bytes == 0) throw Error("the body limit must be positive", "--max-body");
   ListenerOptions lo;
   lo.host = options.host;
@@ -85,6 +92,9 @@ void HttpServer::listen() { listener_->run(); }
 void HttpServer::stop() { listener_->stop(); }
 
 void HttpServer::handle(const HttpRequest& req, HttpResponder& res) {
+  const auto start = Clock::now();
+  take_request_tokens();  // nothing from an earlier request on this worker
+  for (auto& [name, value] : options_.cors.response_headers(req)) res.add_header(name, value);
   try {
     route(req, res);
   } catch (const ApiError& e) {
@@ -93,11 +103,25 @@ void HttpServer::handle(const HttpRequest& req, HttpResponder& res) {
     if (!res.started()) res.send(500, kJson, error_body(std::string("internal error: ") + e.what(), "server_error"));
   }
   metrics_.request(route_label(req.path), res.status());
+  if (log_.enabled()) {
+    auto [prompt, completion] = take_request_tokens();
+    log_.write({req.method, req.path, res.status(), prompt, completion, std::chrono::duration<double, std::milli>(Clock::now() - start).count()});
+  }
 }
 
 void HttpServer::route(const HttpRequest& req, HttpResponder& res) {
   const std::string& path = req.path;
-  if (!options_.api_key.empty() && path.rfind("/v1/", 0) == 0) {
+  // Browsers send preflights without credentials: answer them before the key check.
+  if (options_.cors.enabled() && CorsPolicy::is_preflight(req)) {
+    auto h = options_.cors.preflight_headers(req);
+    if (!h)
+      return (void)res.send(403, kJson,
+                            error_body("origin '" + req.header("origin") + "' is not allowed; start the server with --cors " + req.header("origin"),
+                                       "invalid_request_error", std::nullopt, "origin_not_allowed"));
+    return (void)res.send(204, "", "", *h);
+  }
+  const bool keyed = path.rfind("/v1/", 0) == 0 || path == "/tokenize" || path == "/detokenize" || path == "/props" || path == "/slots";
+  if (!options_.api_key.empty() && keyed) {
     const std::string auth = req.header("authorization");
     if (auth.rfind("Bearer ", 0) != 0 || !same_key(auth.substr(7), options_.api_key))
       return (void)res.send(401, kJson,
@@ -105,7 +129,7 @@ void HttpServer::route(const HttpRequest& req, HttpResponder& res) {
                                        "invalid_request_error", std::nullopt, "invalid_api_key"),
                             {{"WWW-Authenticate", "Bearer"}});
   }
-  const bool post_route = path == "/v1/chat/completions" || path == "/v1/completions";
+  const bool post_route = kPostRoutes.count(path) > 0;
   const bool get_route = (kRoutes.count(path) && !post_route) || path.rfind("/v1/models/", 0) == 0;
   if (!post_route && !get_route)
     return (void)res.send(404, kJson, error_body("unknown route " + req.method + " " + path, "invalid_request_error", std::nullopt, "not_found"));
@@ -114,6 +138,15 @@ void HttpServer::route(const HttpRequest& req, HttpResponder& res) {
                           error_body("method " + req.method + " is not allowed on " + path + " (use " + (post_route ? "POST" : "GET") + ")",
                                      "invalid_request_error", std::nullopt, "method_not_allowed"),
                           {{"Allow", post_route ? "POST" : "GET"}});
+  const ParseLimits limits{.capacity = context_of(options_, scheduler_), .default_max_tokens = options_.default_max_tokens,
+                           .max_tokens_cap = options_.max_tokens_cap};
+  const ServerFacts facts{options_.model_name, options_.model_path, options_.default_max_tokens, options_.max_tokens_cap, options_.queue,
+                          limits.capacity};
+  if (path == "/v1/responses") return serve_responses(req, res, session_, scheduler_, limits, options_.model_name);
+  if (path == "/tokenize") return (void)res.send(200, kJson, dump(tokenize_route(req.body, session_.tokenizer(), limits.max_json_depth)));
+  if (path == "/detokenize") return (void)res.send(200, kJson, dump(detokenize_route(req.body, session_.tokenizer(), limits.max_json_depth)));
+  if (path == "/props") return (void)res.send(200, kJson, dump(props_route(facts, scheduler_)));
+  if (path == "/slots") return (void)res.send(200, kJson, dump(slots_route(facts, scheduler_)));
   if (post_route) return generation(req, res, path == "/v1/chat/completions");
 
   auto model_json = [this] {
@@ -138,7 +171,7 @@ void HttpServer::route(const HttpRequest& req, HttpResponder& res) {
 }
 
 void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool chat) {
-  ParseLimits limits{.capacity = scheduler_.capacity(), .default_max_tokens = options_.default_max_tokens,
+  ParseLimits limits{.capacity = context_of(options_, scheduler_), .default_max_tokens = options_.default_max_tokens,
                      .max_tokens_cap = options_.max_tokens_cap};
   const auto& tok = session_.tokenizer();
   ParsedRequest p;
@@ -150,6 +183,8 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
     return send_api_error(res, ApiError::bad_request(e.what(), chat ? "messages" : "prompt"));
   }
   const uint32_t prompt_tokens = static_cast<uint32_t>(p.job.prompt.size());
+  note_request_tokens(prompt_tokens, 0);
+  if (options_.context) p.job.max_tokens = std::min(p.job.max_tokens, limits.capacity - prompt_tokens);  // -c bounds the completion too
   const bool stream = p.stream, include_usage = p.include_usage;
   std::vector<std::shared_ptr<Job>> jobs;
   try {
@@ -196,6 +231,7 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
         }
       }
     }
+    note_request_tokens(prompt_tokens, usage.completion_tokens);
     if (!error.empty()) return (void)res.send(500, kJson, error_body(error, "server_error"));
     res.send(200, kJson, dump(full_response(meta, choices, usage)));
     return;
@@ -237,6 +273,7 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
       last_write = Clock::now();
     }
   }
+  note_request_tokens(prompt_tokens, usage.completion_tokens);
   std::string tail;
   if (!error.empty()) tail = "data: " + error_body(error, "server_error") + "\n\n";
   else if (include_usage) tail += sse_event(usage_chunk(meta, usage));

@@ -3,7 +3,11 @@
 // metrics. The sockets, limits and deadlines are http_listener.h's.
 //
 //   POST /v1/chat/completions   POST /v1/completions   GET /v1/models[/{id}]
+//   POST /v1/responses (responses_api.h)
+//   POST /tokenize  POST /detokenize  GET /props  GET /slots (llama-server's, llama_endpoints.h)
 //   GET /health                 GET /metrics (Prometheus text; no API key needed, like /health)
+// With --cors, browsers of the listed origins get Access-Control-* headers and their preflights
+// (OPTIONS) a 204 (cors.h); each request is logged in one line on stderr (request_log.h).
 #pragma once
 
 #include <chrono>
@@ -11,8 +15,10 @@
 #include <string>
 
 #include "llm/session.h"
+#include "server/cors.h"
 #include "server/http_listener.h"
 #include "server/metrics.h"
+#include "server/request_log.h"
 #include "server/scheduler.h"
 
 namespace ember::server {
@@ -29,6 +35,11 @@ struct ServerOptions {
   uint32_t default_max_tokens = 256;
   uint32_t max_tokens_cap = 0;     // per-request max_tokens are lowered to this (0 = only the context bounds them)
   int threads = 0;                 // HTTP worker threads (0 = enough for slots + queue + idle keep-alives)
+  CorsPolicy cors;                 // origins browsers may call from (none = no CORS headers)
+  LogFormat log_format = LogFormat::Text;  // the per-request line on stderr
+  std::string model_path;          // the model directory, as /props reports it
+  uint32_t context = 0;            // positions a request may use, prompt + completion (0 = a slot's capacity)
+  uint32_t queue = 0;              // the scheduler's queue places, as /props reports them
 };
 
 class HttpServer {
@@ -51,6 +62,7 @@ class HttpServer {
   Scheduler& scheduler_;
   ServerOptions options_;
   Metrics metrics_;
+  RequestLog log_;
   std::unique_ptr<HttpListener> listener_;
 };
 

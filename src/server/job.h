@@ -75,7 +75,7 @@ class Job {
   std::atomic<bool> cancelled_{false};
   std::atomic<uint32_t> cached_tokens_{0};
   bool stopped_ = false;  // scheduler side: hit a stop id or string
-  uint32_t generated_ = 0;
+  std::atomic<uint32_t> generated_{0};  // read by /slots while the scheduler writes it
   std::vector<uint32_t> ids_;
   Clock::time_point created_ = Clock::now(), first_token_{}, finished_{};
 

@@ -126,6 +126,7 @@ std::vector<SlotInfo> Scheduler::slot_info() const {
 void Scheduler::update_info(const Slot& slot, bool busy, uint32_t reused) {
   SlotInfo& i = info_[static_cast<size_t>(&slot - slots_.data())];
   i.busy = busy;
+  i.job = busy ? slot.job : nullptr;
   i.cached_tokens = slot.cache->cached(*slot.model);
   if (busy) {
     i.reused_tokens = reused;
@@ -134,11 +135,13 @@ void Scheduler::update_info(const Slot& slot, bool busy, uint32_t reused) {
 }
 
 void Scheduler::end(Slot& slot, const std::string* error) {
-  std::shared_ptr<Job> job = std::move(slot.job);
+  std::shared_ptr<Job> job;
   {
     // The slot is free before the client hears the answer: a client that sends its next
-    // request as soon as this one ends must find room, not a spurious 503.
+    // request as soon as this one ends must find room, not a spurious 503. (Under the lock:
+    // slot_info reads slot.job.)
     std::lock_guard lock(mutex_);
+    job = std::move(slot.job);
     active_--;
     update_info(slot, false, 0);
   }

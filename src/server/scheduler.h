@@ -47,6 +47,7 @@ struct SlotInfo {
   uint32_t cached_tokens = 0;   // ids of its history whose caches it keeps (when its request started or ended)
   uint32_t reused_tokens = 0;   // prompt positions its current (or last) request took from the caches
   std::vector<uint32_t> prompt; // the prompt of its current (or last) request
+  std::shared_ptr<const Job> job;  // the request it runs; null when idle
 };
 
 class Scheduler {
