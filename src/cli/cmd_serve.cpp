@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "server/http_server.h"
 #include "server/scheduler.h"
+#include "server/text_to_3d_service.h"
 
 namespace ember::cli {
 
@@ -21,6 +22,7 @@ void add_serve_command(CLI::App& app) {
     server::ServerOptions http;
     server::SchedulerOptions sched;
     double grace_s = 10;
+    std::string stages;
   };
   auto o = std::make_shared<Opts>();
   o->llm.add_to(*cmd, /*with_sampling=*/false);
@@ -45,6 +47,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--default-max-tokens", o->http.default_max_tokens, "max_tokens when a request gives none")->capture_default_str();
   cmd->add_option("--max-tokens-cap", o->http.max_tokens_cap, "lower any larger max_tokens to this (0 = only the context bounds it)")
       ->capture_default_str();
+  cmd->add_option("--stages", o->stages, "also serve text-to-3D (POST /v1/text-to-3d, the web page's 3D tab) from this TRELLIS pipeline folder")
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--shutdown-grace", o->grace_s, "seconds in-flight requests may finish after SIGTERM/SIGINT")->capture_default_str();
   cmd->callback([o, key_opt] {
     // An empty key would start an open server while the user meant to protect it.
@@ -64,7 +68,10 @@ void add_serve_command(CLI::App& app) {
     so.sequences = std::max<uint32_t>(1, o->sched.parallel);  // one cache slot per sequence slot
     llm::Session session(o->llm.model, so);
     server::Scheduler scheduler(session, o->sched);
+    std::unique_ptr<server::TextTo3DService> text_to_3d;
+    if (!o->stages.empty()) text_to_3d = std::make_unique<server::TextTo3DService>(o->stages, o->llm.gpu.device);
     server::HttpServer http(session, scheduler, o->http);
+    http.set_text_to_3d(text_to_3d.get());
     const int port = http.bind();
     std::printf("ember serve: listening on http://%s:%d (model %s, %u slots, queue %u, context %u)\n", o->http.host.c_str(), port,
                 o->http.model_name.c_str(), scheduler.parallel(), o->sched.queue, scheduler.capacity());

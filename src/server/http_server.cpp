@@ -6,6 +6,8 @@
 #include "server/api_error.h"
 #include "server/openai_format.h"
 #include "server/request_parse.h"
+#include "server/text_to_3d_service.h"
+#include "server/web_assets.h"
 
 namespace ember::server {
 namespace {
@@ -13,12 +15,13 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-const std::set<std::string> kRoutes = {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics"};
+const std::set<std::string> kRoutes = {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics", "/v1/text-to-3d"};
 
 // Metric label of a path: a known route or "other" (a fuzzer must not create label series).
 std::string route_label(const std::string& path) {
   if (kRoutes.count(path)) return path;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
+  if (find_web_asset(path)) return "web";
   return "other";
 }
 
@@ -102,6 +105,8 @@ void HttpServer::route(const HttpRequest& req, HttpResponder& res) {
                                        "invalid_request_error", std::nullopt, "invalid_api_key"),
                             {{"WWW-Authenticate", "Bearer"}});
   }
+  if (path == "/v1/text-to-3d") return serve_text_to_3d(text_to_3d_, req, res);
+  if (const WebAsset* asset = find_web_asset(path)) return serve_web_asset(*asset, req, res);
   const bool post_route = path == "/v1/chat/completions" || path == "/v1/completions";
   const bool get_route = (kRoutes.count(path) && !post_route) || path.rfind("/v1/models/", 0) == 0;
   if (!post_route && !get_route)

@@ -4,6 +4,7 @@
 //
 //   POST /v1/chat/completions   POST /v1/completions   GET /v1/models[/{id}]
 //   GET /health                 GET /metrics (Prometheus text; no API key needed, like /health)
+//   GET|POST /v1/text-to-3d     GET / and its files (the web page, web/; no API key: the page asks for it)
 #pragma once
 
 #include <chrono>
@@ -31,6 +32,8 @@ struct ServerOptions {
   int threads = 0;                 // HTTP worker threads (0 = enough for slots + queue + idle keep-alives)
 };
 
+class TextTo3DService;
+
 class HttpServer {
  public:
   HttpServer(llm::Session& session, Scheduler& scheduler, const ServerOptions& options);
@@ -41,6 +44,8 @@ class HttpServer {
   void listen();
   void stop();
   Metrics& metrics() { return metrics_; }
+  // The pipeline behind /v1/text-to-3d (`--stages`); without one the route says how to get it.
+  void set_text_to_3d(TextTo3DService* service) { text_to_3d_ = service; }
 
  private:
   void handle(const HttpRequest& req, HttpResponder& res);
@@ -52,6 +57,7 @@ class HttpServer {
   ServerOptions options_;
   Metrics metrics_;
   std::unique_ptr<HttpListener> listener_;
+  TextTo3DService* text_to_3d_ = nullptr;
 };
 
 }  // namespace ember::server
