@@ -122,6 +122,29 @@ TEST_F(WebUi, TextTo3DRouteAnswersAGlbAndPreview) {
   EXPECT_EQ(std::string(png.begin() + 1, png.begin() + 4), "PNG");
 }
 
+TEST_F(WebUi, StagesWithoutAModelServeThePageAndTextTo3DOnly) {
+  test::ServerProcess s("", {"--stages", (*dir_ / "pipe").string()});
+  EXPECT_EQ(test::get(s, "/").status, 200);
+  EXPECT_EQ(test::get(s, "/health").json()["slots"], 0);
+  EXPECT_EQ(test::get(s, "/metrics").status, 200);
+  auto models = test::get(s, "/v1/models");
+  EXPECT_EQ(models.status, 404);
+  EXPECT_NE(models.body.find("--model"), std::string::npos) << models.body;
+  auto chat = test::post(s, "/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}]})");
+  EXPECT_EQ(chat.status, 404);
+  EXPECT_EQ(chat.json()["error"]["code"], "model_not_found");
+  auto r = test::post(s, "/v1/text-to-3d", R"({"prompt": "a lamp", "steps": 1, "preview_size": 16})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NO_THROW(test::validate_glb(from_base64(r.json()["glb"].get<std::string>())));
+  EXPECT_EQ(s.stop(), 0) << s.log();
+}
+
+TEST(WebUiCli, ServeWithoutModelOrStagesIsAClearError) {
+  auto r = test::run_ember("serve --port 0");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("--stages"), std::string::npos) << r.out;
+}
+
 TEST_F(WebUi, TextTo3DRouteRefusesBadRequestsNamingTheField) {
   auto& s = *server_;
   const std::pair<const char*, const char*> cases[] = {

@@ -28,6 +28,12 @@ for (const t of tabs) {
 async function showModel() {
   try {
     const res = await api("v1/models");
+    if (res.status === 404) {  // `ember serve --stages` alone: text to 3D only
+      document.getElementById("empty-hint").textContent = "This server has no language model (start it with --model DIR to chat).";
+      for (const el of document.querySelectorAll("#composer textarea, #composer button")) el.disabled = true;
+      select(document.getElementById("tab-3d"));
+      return;
+    }
     if (!res.ok) return;
     const j = await res.json();
     const id = j.data && j.data[0] && j.data[0].id;

@@ -50,6 +50,11 @@ bool same_key(const std::string& a, const std::string& b) {  // no early exit on
 }  // namespace
 
 HttpServer::HttpServer(llm::Session& session, Scheduler& scheduler, const ServerOptions& options)
+    : HttpServer(&session, &scheduler, options) {}
+
+HttpServer::HttpServer(const ServerOptions& options) : HttpServer(nullptr, nullptr, options) {}
+
+HttpServer::HttpServer(llm::Session* session, Scheduler* scheduler, const ServerOptions& options)
     : session_(session), scheduler_(scheduler), options_(options) {
   if (options.max_body_bytes == 0) throw Error("the body limit must be positive", "--max-body");
   ListenerOptions lo;
@@ -58,7 +63,7 @@ HttpServer::HttpServer(llm::Session& session, Scheduler& scheduler, const Server
   lo.limits.max_body_bytes = options.max_body_bytes;
   // Workers run complete requests only (reading is the poll thread's): one per slot and queued
   // request waiting on its generation, and some for the quick routes.
-  lo.workers = options.threads > 0 ? options.threads : static_cast<int>(std::max<uint32_t>(32, 2 * (scheduler.parallel() + 32) + 8));
+  lo.workers = options.threads > 0 ? options.threads : static_cast<int>(std::max<uint32_t>(32, 2 * ((scheduler ? scheduler->parallel() : 0) + 32) + 8));
   lo.max_per_client = options.max_client_connections;
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
   lo.head_timeout = ms(options.header_timeout_s);
@@ -73,9 +78,10 @@ HttpServer::HttpServer(llm::Session& session, Scheduler& scheduler, const Server
         static const char* names[] = {"accepted", "rejected_per_client", "rejected_capacity", "timed_out", "reset"};
         metrics_.connection(names[static_cast<int>(e)]);
       });
-  scheduler_.on_done = [this](const Job& job) {
-    metrics_.generation(static_cast<uint32_t>(job.request().prompt.size()), job.generated(), job.ttft_seconds(), job.decode_tokens_per_second());
-  };
+  if (scheduler_)
+    scheduler_->on_done = [this](const Job& job) {
+      metrics_.generation(static_cast<uint32_t>(job.request().prompt.size()), job.generated(), job.ttft_seconds(), job.decode_tokens_per_second());
+    };
 }
 
 HttpServer::~HttpServer() = default;
@@ -116,11 +122,15 @@ void HttpServer::route(const HttpRequest& req, HttpResponder& res) {
                           error_body("method " + req.method + " is not allowed on " + path + " (use " + (post_route ? "POST" : "GET") + ")",
                                      "invalid_request_error", std::nullopt, "method_not_allowed"),
                           {{"Allow", post_route ? "POST" : "GET"}});
+  if (!scheduler_ && path != "/health" && path != "/metrics")
+    return (void)res.send(404, kJson,
+                          error_body("this server has no model: start it with `ember serve --model DIR` (with --stages too for both)",
+                                     "invalid_request_error", "model", "model_not_found"));
   if (post_route) return generation(req, res, path == "/v1/chat/completions");
 
   auto model_json = [this] {
     return json{{"id", options_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "ember"},
-                {"context_length", scheduler_.capacity()}};
+                {"context_length", scheduler_->capacity()}};
   };
   if (path == "/v1/models") {
     res.send(200, kJson, dump(json{{"object", "list"}, {"data", json::array({model_json()})}}));
@@ -129,19 +139,23 @@ void HttpServer::route(const HttpRequest& req, HttpResponder& res) {
     if (id != options_.model_name)
       return (void)res.send(404, kJson, error_body("the model '" + id + "' does not exist", "invalid_request_error", "model", "model_not_found"));
     res.send(200, kJson, dump(model_json()));
+  } else if (!scheduler_) {  // /health or /metrics of a server without a model
+    res.send(200, path == "/health" ? kJson : "text/plain; version=0.0.4",
+             path == "/health" ? dump(json{{"status", "ok"}, {"slots", 0}, {"active", 0}, {"queued", 0}})
+                               : metrics_.render(0, 0, 0, 0, 0, listener_->open_connections()));
   } else if (path == "/health") {
-    res.send(200, kJson, dump(json{{"status", "ok"}, {"slots", scheduler_.parallel()}, {"active", scheduler_.active()}, {"queued", scheduler_.queued()}}));
+    res.send(200, kJson, dump(json{{"status", "ok"}, {"slots", scheduler_->parallel()}, {"active", scheduler_->active()}, {"queued", scheduler_->queued()}}));
   } else {  // /metrics
     res.send(200, "text/plain; version=0.0.4",
-             metrics_.render(scheduler_.queued(), scheduler_.active(), scheduler_.parallel(), scheduler_.steps(), scheduler_.batched_rows(),
+             metrics_.render(scheduler_->queued(), scheduler_->active(), scheduler_->parallel(), scheduler_->steps(), scheduler_->batched_rows(),
                              listener_->open_connections()));
   }
 }
 
 void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool chat) {
-  ParseLimits limits{.capacity = scheduler_.capacity(), .default_max_tokens = options_.default_max_tokens,
+  ParseLimits limits{.capacity = scheduler_->capacity(), .default_max_tokens = options_.default_max_tokens,
                      .max_tokens_cap = options_.max_tokens_cap};
-  const auto& tok = session_.tokenizer();
+  const auto& tok = session_->tokenizer();
   ParsedRequest p;
   try {
     p = chat ? parse_chat_request(req.body, tok, limits) : parse_completion_request(req.body, tok, limits);
@@ -154,7 +168,7 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
   const bool stream = p.stream, include_usage = p.include_usage;
   std::shared_ptr<Job> job;
   try {
-    job = scheduler_.submit(std::move(p.job));
+    job = scheduler_->submit(std::move(p.job));
   } catch (const ApiError& e) {
     return send_api_error(res, e);
   }

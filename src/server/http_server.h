@@ -37,6 +37,9 @@ class TextTo3DService;
 class HttpServer {
  public:
   HttpServer(llm::Session& session, Scheduler& scheduler, const ServerOptions& options);
+  // Without a model (`ember serve --stages DIR` alone): the web page, /health, /metrics and
+  // /v1/text-to-3d; the LLM routes answer 404 saying how to load one.
+  explicit HttpServer(const ServerOptions& options);
   ~HttpServer();
   // Binds the listening socket exclusively; returns the port. Throws ember::Error when it cannot.
   int bind();
@@ -52,8 +55,9 @@ class HttpServer {
   void route(const HttpRequest& req, HttpResponder& res);
   void generation(const HttpRequest& req, HttpResponder& res, bool chat);
 
-  llm::Session& session_;
-  Scheduler& scheduler_;
+  HttpServer(llm::Session* session, Scheduler* scheduler, const ServerOptions& options);
+  llm::Session* session_;
+  Scheduler* scheduler_;
   ServerOptions options_;
   Metrics metrics_;
   std::unique_ptr<HttpListener> listener_;

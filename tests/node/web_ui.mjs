@@ -20,9 +20,10 @@ function fail(message) {
 const browser = await puppeteer.launch({
   executablePath: chromium,
   headless: true,
-  // --no-sandbox: CI containers run as root, where chromium's sandbox cannot start. SwiftShader:
+  // --no-sandbox: CI containers run as root, where chromium's sandbox cannot start; their /dev/shm
+  // is often small. SwiftShader:
   // WebGL for the 3D viewer without a GPU.
-  args: ["--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--window-size=1200,800"],
+  args: ["--no-sandbox", "--disable-dev-shm-usage", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--window-size=1200,800"],
   defaultViewport: { width: 1200, height: 800 },
 });
 let exitCode = 0;
@@ -68,9 +69,25 @@ try {
   if (distinct < 2) fail(`the reply did not grow while streaming (lengths seen: ${JSON.stringify(lengths)})`);
   if (/Error/.test(firstMeta)) fail("the reply shows an error: " + firstMeta);
 
-  // 2. A long reply, stopped once it has begun.
-  await setField("max_tokens", Math.max(64, ctx - 64));
-  await page.type("#prompt", "Now a very long one.");
+  // 2. A long reply, stopped once it has begun. The test model ends a reply at random (its end
+  // token is as likely as any), so the seed is one whose reply to this very conversation reaches
+  // max_tokens, found through the API first (a seed gives the same tokens every time).
+  const longTokens = Math.min(160, ctx - 64);
+  const second = "Now a very long one.";
+  const history = await page.evaluate(() => JSON.parse(localStorage.getItem("ember.chat")).messages);
+  const messages = [...history.map((m) => ({ role: m.role, content: m.content })), { role: "user", content: second }];
+  let longSeed = null;
+  for (let seed = 1; seed <= 60 && longSeed === null; seed++) {
+    const r = await (await fetch(base + "/v1/chat/completions", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ messages, temperature: 1, top_p: 1, max_tokens: longTokens, seed }),
+    })).json();
+    if (r.choices && r.choices[0].finish_reason === "length") longSeed = seed;
+  }
+  if (longSeed === null) fail(`no seed in 1..60 makes a reply of ${longTokens} tokens`);
+  await setField("seed", longSeed);
+  await setField("max_tokens", longTokens);
+  await page.type("#prompt", second);
   await page.keyboard.press("Enter");
   await page.waitForFunction(() => {
     const t = document.querySelectorAll(".msg.assistant .text");
@@ -91,7 +108,7 @@ try {
     h = await health();
   }
   if (h.active !== 0) fail("the server's slot was not freed after stop: " + JSON.stringify(h));
-  step("stop", { chars: stoppedAt, meta: stoppedMeta, health: h });
+  step("stop", { chars: stoppedAt, meta: stoppedMeta, health: h, seed: longSeed });
 
   // 3. The UI is usable again: a third message gets a reply.
   await setField("max_tokens", 16);
