@@ -37,6 +37,10 @@ std::vector<uint8_t> from_base64(const std::string& s) {
   return out;
 }
 
+// The shared server's API key: the page must ask for it.
+const char* kKey = "sesame";
+const httplib::Headers kAuth = {{"Authorization", std::string("Bearer ") + kKey}};
+
 class WebUi : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -46,7 +50,7 @@ class WebUi : public ::testing::Test {
     auto r = test::run_ember("synth trellis-pipeline --small --seed 5 --out " + (*dir_ / "pipe").string());
     ASSERT_EQ(r.status, 0) << r.out;
     server_ = new test::ServerProcess(test::lfm2_test_pack("tiny").string(),
-                                      {"--parallel", "2", "--stages", (*dir_ / "pipe").string()});
+                                      {"--parallel", "2", "--stages", (*dir_ / "pipe").string(), "--api-key", kKey});
   }
   static void TearDownTestSuite() {
     delete server_;
@@ -76,10 +80,19 @@ TEST_F(WebUi, PageAndVendoredFilesWithContentTypes) {
     EXPECT_EQ(r.headers.find("Content-Type")->second, type) << path;
     EXPECT_GT(r.body.size(), 100u) << path;
   }
-  // The file on disk, byte for byte (the embedding escapes every byte a C++ literal could mangle).
-  std::ifstream f(EMBER_SOURCE_DIR "/node_modules/three/build/three.core.js", std::ios::binary);
-  const std::string disk((std::istreambuf_iterator<char>(f)), {});
-  EXPECT_EQ(test::get(s, "/vendor/three/build/three.core.js").body, disk);
+  // The files on disk, byte for byte (the embedding escapes every byte a C++ literal could mangle:
+  // quotes, backslashes, '?', non-ASCII), each of web/ at its own name.
+  auto disk = [](const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(f)), {});
+  };
+  EXPECT_EQ(test::get(s, "/vendor/three/build/three.core.js").body, disk(EMBER_SOURCE_DIR "/node_modules/three/build/three.core.js"));
+  int web_files = 0;
+  for (const auto& e : fs::directory_iterator(EMBER_SOURCE_DIR "/web")) {
+    EXPECT_EQ(test::get(s, "/" + e.path().filename().string()).body, disk(e.path())) << e.path();
+    web_files++;
+  }
+  EXPECT_GE(web_files, 5);
 
   EXPECT_EQ(test::get(s, "/nothing.js").status, 404);
   auto post = test::post(s, "/app.js", "{}");
@@ -88,28 +101,34 @@ TEST_F(WebUi, PageAndVendoredFilesWithContentTypes) {
 }
 
 TEST_F(WebUi, PageNeedsNoApiKeyButTheApiDoes) {
-  test::ServerProcess s(test::lfm2_test_pack("tiny").string(), {"--parallel", "1", "--api-key", "sesame"});
+  auto& s = *server_;
   EXPECT_EQ(test::get(s, "/").status, 200);
+  EXPECT_EQ(test::get(s, "/app.js").status, 200);
   EXPECT_EQ(test::get(s, "/v1/text-to-3d").status, 401);
-  auto info = test::get(s, "/v1/text-to-3d", {{"Authorization", "Bearer sesame"}});
+  EXPECT_EQ(test::post(s, "/v1/text-to-3d", R"({"prompt": "a chair"})").status, 401);
+  EXPECT_EQ(test::get(s, "/v1/text-to-3d", kAuth).status, 200);
+}
+
+TEST(WebUiNoStages, TextTo3DRouteSaysHowToEnableIt) {
+  test::ServerProcess s(test::lfm2_test_pack("tiny").string(), {"--parallel", "1"});
+  auto info = test::get(s, "/v1/text-to-3d");
   ASSERT_EQ(info.status, 200) << info.body;
-  // Without --stages the route says how to enable it.
   EXPECT_EQ(info.json()["available"], false);
   EXPECT_NE(info.json()["message"].get<std::string>().find("--stages"), std::string::npos);
-  auto gen = test::post(s, "/v1/text-to-3d", R"({"prompt": "a chair"})", {{"Authorization", "Bearer sesame"}});
+  auto gen = test::post(s, "/v1/text-to-3d", R"({"prompt": "a chair"})");
   EXPECT_EQ(gen.status, 404) << gen.body;
   EXPECT_EQ(gen.json()["error"]["code"], "text_to_3d_unavailable");
 }
 
 TEST_F(WebUi, TextTo3DRouteAnswersAGlbAndPreview) {
   auto& s = *server_;
-  auto info = test::get(s, "/v1/text-to-3d");
+  auto info = test::get(s, "/v1/text-to-3d", kAuth);
   ASSERT_EQ(info.status, 200) << info.body;
   EXPECT_EQ(info.json()["available"], true);
   EXPECT_FALSE(info.json()["random_stages"].empty());  // synth stages say so
 
   const std::string body = R"({"prompt": "a small red chair", "seed": 2, "steps": 2, "preview_size": 32})";
-  auto r = test::post(s, "/v1/text-to-3d", body);
+  auto r = test::post(s, "/v1/text-to-3d", body, kAuth);
   ASSERT_EQ(r.status, 200) << r.body;
   json j = r.json();
   EXPECT_EQ(j["steps"], 2);
@@ -159,13 +178,13 @@ TEST_F(WebUi, TextTo3DRouteRefusesBadRequestsNamingTheField) {
       {R"({"prompt": "x", "colour": "red"})", "colour"},
   };
   for (auto [body, param] : cases) {
-    auto r = test::post(s, "/v1/text-to-3d", body);
+    auto r = test::post(s, "/v1/text-to-3d", body, kAuth);
     EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
     EXPECT_EQ(r.json()["error"]["param"], param) << body << " -> " << r.body;
   }
-  EXPECT_EQ(test::post(s, "/v1/text-to-3d", "not json").status, 400);
+  EXPECT_EQ(test::post(s, "/v1/text-to-3d", "not json", kAuth).status, 400);
   auto put = test::RawConnection(s.port());
-  ASSERT_TRUE(put.send("PUT /v1/text-to-3d HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"));
+  ASSERT_TRUE(put.send(std::string("PUT /v1/text-to-3d HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") + kKey + "\r\nContent-Length: 0\r\n\r\n"));
   EXPECT_EQ(put.read_response().status, 405);
 }
 
@@ -183,7 +202,7 @@ TEST_F(WebUi, BrowserChatsStreamsStopsReloadsAndShowsA3DAsset) {
   fs::create_directories(out);
   const std::string base = "http://127.0.0.1:" + std::to_string(server_->port());
   auto [status, text] = test::run_shell("cd " EMBER_SOURCE_DIR " && EMBER_CHROMIUM='" + chromium + "' node tests/node/web_ui.mjs " + base +
-                                        " '" + out + "' --3d");
+                                        " '" + out + "' --3d --key " + kKey);
   ASSERT_EQ(status, 0) << text << "\nserver log:\n" << server_->log();
   const auto line = text.substr(text.rfind('{', text.find("\"steps\"")));
   json r = json::parse(line, nullptr, false);

@@ -4,7 +4,7 @@
 import { api, errorText } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
-let checked = false, glbUrl = null;
+let checked = false, glbUrl = null, note = "";
 
 function bytes(b64) {
   const s = atob(b64);
@@ -30,7 +30,8 @@ async function check() {
     $("t3d-cfg").placeholder = String(info.cfg);
     $("t3d-form").hidden = false;
     if (info.random_stages && info.random_stages.length)
-      $("t3d-status").textContent = "Note: this pipeline has random weights (" + info.random_stages.join(", ") + "): shapes are noise, not the prompt.";
+      note = "Note: this pipeline has random weights (" + info.random_stages.join(", ") + "): shapes are noise, not the prompt. ";
+    $("t3d-status").textContent = note;
   } catch (e) {
     checked = false;
     $("t3d-status").textContent = "Cannot reach the server: " + (e.message || e);
@@ -59,7 +60,7 @@ async function generate(e) {
     $("t3d-result").hidden = false;
     const { showGlb } = await import("./viewer.js");
     await showGlb($("t3d-canvas"), glb.buffer);
-    $("t3d-status").textContent = "Drag to turn the asset, scroll to zoom.";
+    $("t3d-status").textContent = note + "Drag to turn the asset, scroll to zoom.";
     document.body.dataset.t3d = "shown";
   } catch (err) {
     $("t3d-status").textContent = "Failed: " + (err.message || err);

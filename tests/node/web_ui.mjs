@@ -3,13 +3,17 @@
 // Chats (the streamed reply grows in the DOM), stops a reply mid-stream (the UI is usable again
 // and the server's slot is free), reloads (the conversation is kept), and with `--3d` generates
 // an asset in the Text to 3D tab and checks that the viewer drew it. Screenshots go to OUT_DIR.
-// Usage: node web_ui.mjs BASE_URL OUT_DIR [--3d]. Prints one JSON line; exits non-zero on a failure.
+// With `--key KEY` (a server started with --api-key) the page must ask for the key: a wrong one
+// is asked for again, the right one lets it load.
+// Usage: node web_ui.mjs BASE_URL OUT_DIR [--3d] [--key KEY]. Prints one JSON line; exits non-zero on a failure.
 import fs from "fs";
 import path from "path";
 import puppeteer from "puppeteer-core";
 
 const [base, outDir, ...flags] = process.argv.slice(2);
 const with3d = flags.includes("--3d");
+const key = flags.includes("--key") ? flags[flags.indexOf("--key") + 1] : null;
+const auth = key ? { Authorization: "Bearer " + key } : {};
 const chromium = process.env.EMBER_CHROMIUM || "/usr/bin/chromium";
 const result = { steps: [] };
 const step = (name, data = {}) => result.steps.push({ name, ...data });
@@ -41,8 +45,20 @@ try {
   const health = async () => (await fetch(base + "/health")).json();
 
   await page.goto(base + "/", { waitUntil: "load" });
+  if (key) {
+    const give = async (k) => {
+      await page.waitForSelector("#key-dialog[open]", { timeout: 20000 });
+      await page.type("#key-input", k);
+      await page.keyboard.press("Enter");
+    };
+    await give(key + "-wrong");
+    await page.waitForFunction(() => document.getElementById("key-dialog").open && document.getElementById("key-error").textContent !== "",
+                               { timeout: 20000 });
+    await give(key);
+    step("api_key");
+  }
   await idle();
-  const models = await (await fetch(base + "/v1/models")).json();
+  const models = await (await fetch(base + "/v1/models", { headers: auth })).json();
   const ctx = models.data[0].context_length;
 
   // 1. A message; the reply's length is recorded at every DOM change while it streams.
@@ -79,7 +95,7 @@ try {
   let longSeed = null;
   for (let seed = 1; seed <= 60 && longSeed === null; seed++) {
     const r = await (await fetch(base + "/v1/chat/completions", {
-      method: "POST", headers: { "Content-Type": "application/json" },
+      method: "POST", headers: { "Content-Type": "application/json", ...auth },
       body: JSON.stringify({ messages, temperature: 1, top_p: 1, max_tokens: longTokens, seed }),
     })).json();
     if (r.choices && r.choices[0].finish_reason === "length") longSeed = seed;
@@ -170,7 +186,8 @@ try {
     if (!text.includes("--stages")) fail("the 3D tab does not say how to enable it: " + text);
     step("text_to_3d_unavailable");
   }
-  const errors = consoleErrors.filter((e) => !/favicon/.test(e));
+  // The browser logs each 401 of the key dialog's steps as a failed load: expected there.
+  const errors = consoleErrors.filter((e) => !(key && /status of 401/.test(e)));
   if (errors.length) fail("errors in the page: " + errors.join(" | "));
   result.ok = true;
 } catch (e) {
