@@ -21,7 +21,6 @@ async function check() {
     if (!res.ok) throw new Error(await errorText(res));
     const info = await res.json();
     if (!info.available) {
-      $("t3d-unavailable-text").textContent = info.message || "";
       $("t3d-unavailable").hidden = false;
       return;
     }

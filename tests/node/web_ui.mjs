@@ -184,6 +184,7 @@ try {
     await page.waitForSelector("#t3d-unavailable:not([hidden])", { timeout: 20000 });
     const text = await page.$eval("#t3d-unavailable", (e) => e.textContent);
     if (!text.includes("--stages")) fail("the 3D tab does not say how to enable it: " + text);
+    if (await page.$eval("#t3d-form", (f) => f.offsetParent !== null)) fail("the 3D form shows without a pipeline");
     step("text_to_3d_unavailable");
   }
   // The browser logs each 401 of the key dialog's steps as a failed load: expected there.
