@@ -9,6 +9,8 @@
 #include "server/openai_format.h"
 #include "server/request_parse.h"
 #include "server/responses_api.h"
+#include "server/text_to_3d_service.h"
+#include "server/web_assets.h"
 
 namespace ember::server {
 namespace {
@@ -17,13 +19,14 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 const std::set<std::string> kRoutes = {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics",
-                                       "/v1/responses", "/tokenize", "/detokenize", "/props", "/slots"};
+                                       "/v1/responses", "/tokenize", "/detokenize", "/props", "/slots", "/v1/text-to-3d"};
 const std::set<std::string> kPostRoutes = {"/v1/chat/completions", "/v1/completions", "/v1/responses", "/tokenize", "/detokenize"};
 
 // Metric label of a path: a known route or "other" (a fuzzer must not create label series).
 std::string route_label(const std::string& path) {
   if (kRoutes.count(path)) return path;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
+  if (find_web_asset(path)) return "web";
   return "other";
 }
 
@@ -55,6 +58,11 @@ bool same_key(const std::string& a, const std::string& b) {  // no early exit on
 }  // namespace
 
 HttpServer::HttpServer(llm::Session& session, Scheduler& scheduler, const ServerOptions& options)
+    : HttpServer(&session, &scheduler, options) {}
+
+HttpServer::HttpServer(const ServerOptions& options) : HttpServer(nullptr, nullptr, options) {}
+
+HttpServer::HttpServer(llm::Session* session, Scheduler* scheduler, const ServerOptions& options)
     : session_(session), scheduler_(scheduler), options_(options), log_(options.log_format) {
   if (options.max_body_bytes == 0) throw Error("the body limit must be positive", "--max-body");
   ListenerOptions lo;
@@ -63,7 +71,7 @@ HttpServer::HttpServer(llm::Session& session, Scheduler& scheduler, const Server
   lo.limits.max_body_bytes = options.max_body_bytes;
   // Workers run complete requests only (reading is the poll thread's): one per slot and queued
   // request waiting on its generation, and some for the quick routes.
-  lo.workers = options.threads > 0 ? options.threads : static_cast<int>(std::max<uint32_t>(32, 2 * (scheduler.parallel() + 32) + 8));
+  lo.workers = options.threads > 0 ? options.threads : static_cast<int>(std::max<uint32_t>(32, 2 * ((scheduler ? scheduler->parallel() : 0) + 32) + 8));
   lo.max_per_client = options.max_client_connections;
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
   lo.head_timeout = ms(options.header_timeout_s);
@@ -78,11 +86,12 @@ HttpServer::HttpServer(llm::Session& session, Scheduler& scheduler, const Server
         static const char* names[] = {"accepted", "rejected_per_client", "rejected_capacity", "timed_out", "reset"};
         metrics_.connection(names[static_cast<int>(e)]);
       });
-  scheduler_.on_done = [this](const Job& job) {
-    // The n choices of a request share its prompt: it counts once.
-    const uint32_t prompt = job.request().choice == 0 ? static_cast<uint32_t>(job.request().prompt.size()) : 0;
-    metrics_.generation(prompt, job.generated(), job.ttft_seconds(), job.decode_tokens_per_second());
-  };
+  if (scheduler_)
+    scheduler_->on_done = [this](const Job& job) {
+      // The n choices of a request share its prompt: it counts once.
+      const uint32_t prompt = job.request().choice == 0 ? static_cast<uint32_t>(job.request().prompt.size()) : 0;
+      metrics_.generation(prompt, job.generated(), job.ttft_seconds(), job.decode_tokens_per_second());
+    };
 }
 
 HttpServer::~HttpServer() = default;
@@ -129,6 +138,8 @@ void HttpServer::route(const HttpRequest& req, HttpResponder& res) {
                                        "invalid_request_error", std::nullopt, "invalid_api_key"),
                             {{"WWW-Authenticate", "Bearer"}});
   }
+  if (path == "/v1/text-to-3d") return serve_text_to_3d(text_to_3d_, req, res);
+  if (const WebAsset* asset = find_web_asset(path)) return serve_web_asset(*asset, req, res);
   const bool post_route = kPostRoutes.count(path) > 0;
   const bool get_route = (kRoutes.count(path) && !post_route) || path.rfind("/v1/models/", 0) == 0;
   if (!post_route && !get_route)
@@ -138,20 +149,24 @@ void HttpServer::route(const HttpRequest& req, HttpResponder& res) {
                           error_body("method " + req.method + " is not allowed on " + path + " (use " + (post_route ? "POST" : "GET") + ")",
                                      "invalid_request_error", std::nullopt, "method_not_allowed"),
                           {{"Allow", post_route ? "POST" : "GET"}});
-  const ParseLimits limits{.capacity = context_of(options_, scheduler_), .default_max_tokens = options_.default_max_tokens,
+  if (!scheduler_ && path != "/health" && path != "/metrics")
+    return (void)res.send(404, kJson,
+                          error_body("this server has no model: start it with `ember serve --model DIR` (with --stages too for both)",
+                                     "invalid_request_error", "model", "model_not_found"));
+  const ParseLimits limits{.capacity = context_of(options_, *scheduler_), .default_max_tokens = options_.default_max_tokens,
                            .max_tokens_cap = options_.max_tokens_cap};
   const ServerFacts facts{options_.model_name, options_.model_path, options_.default_max_tokens, options_.max_tokens_cap, options_.queue,
                           limits.capacity};
-  if (path == "/v1/responses") return serve_responses(req, res, session_, scheduler_, limits, options_.model_name);
-  if (path == "/tokenize") return (void)res.send(200, kJson, dump(tokenize_route(req.body, session_.tokenizer(), limits.max_json_depth)));
-  if (path == "/detokenize") return (void)res.send(200, kJson, dump(detokenize_route(req.body, session_.tokenizer(), limits.max_json_depth)));
-  if (path == "/props") return (void)res.send(200, kJson, dump(props_route(facts, scheduler_)));
-  if (path == "/slots") return (void)res.send(200, kJson, dump(slots_route(facts, scheduler_)));
+  if (path == "/v1/responses") return serve_responses(req, res, *session_, *scheduler_, limits, options_.model_name);
+  if (path == "/tokenize") return (void)res.send(200, kJson, dump(tokenize_route(req.body, session_->tokenizer(), limits.max_json_depth)));
+  if (path == "/detokenize") return (void)res.send(200, kJson, dump(detokenize_route(req.body, session_->tokenizer(), limits.max_json_depth)));
+  if (path == "/props") return (void)res.send(200, kJson, dump(props_route(facts, *scheduler_)));
+  if (path == "/slots") return (void)res.send(200, kJson, dump(slots_route(facts, *scheduler_)));
   if (post_route) return generation(req, res, path == "/v1/chat/completions");
 
   auto model_json = [this] {
     return json{{"id", options_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "ember"},
-                {"context_length", scheduler_.capacity()}};
+                {"context_length", scheduler_->capacity()}};
   };
   if (path == "/v1/models") {
     res.send(200, kJson, dump(json{{"object", "list"}, {"data", json::array({model_json()})}}));
@@ -160,20 +175,24 @@ void HttpServer::route(const HttpRequest& req, HttpResponder& res) {
     if (id != options_.model_name)
       return (void)res.send(404, kJson, error_body("the model '" + id + "' does not exist", "invalid_request_error", "model", "model_not_found"));
     res.send(200, kJson, dump(model_json()));
+  } else if (!scheduler_) {  // /health or /metrics of a server without a model
+    res.send(200, path == "/health" ? kJson : "text/plain; version=0.0.4",
+             path == "/health" ? dump(json{{"status", "ok"}, {"slots", 0}, {"active", 0}, {"queued", 0}})
+                               : metrics_.render(0, 0, 0, 0, 0, listener_->open_connections()));
   } else if (path == "/health") {
-    res.send(200, kJson, dump(json{{"status", "ok"}, {"slots", scheduler_.parallel()}, {"active", scheduler_.active()}, {"queued", scheduler_.queued()}}));
+    res.send(200, kJson, dump(json{{"status", "ok"}, {"slots", scheduler_->parallel()}, {"active", scheduler_->active()}, {"queued", scheduler_->queued()}}));
   } else {  // /metrics
     res.send(200, "text/plain; version=0.0.4",
-             metrics_.render(scheduler_.queued(), scheduler_.active(), scheduler_.parallel(), scheduler_.steps(), scheduler_.batched_rows(),
+             metrics_.render(scheduler_->queued(), scheduler_->active(), scheduler_->parallel(), scheduler_->steps(), scheduler_->batched_rows(),
                              listener_->open_connections()) +
-                 Metrics::render_prompt_cache(scheduler_.prefilled_tokens(), scheduler_.cached_tokens()));
+                 Metrics::render_prompt_cache(scheduler_->prefilled_tokens(), scheduler_->cached_tokens()));
   }
 }
 
 void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool chat) {
-  ParseLimits limits{.capacity = context_of(options_, scheduler_), .default_max_tokens = options_.default_max_tokens,
+  ParseLimits limits{.capacity = context_of(options_, *scheduler_), .default_max_tokens = options_.default_max_tokens,
                      .max_tokens_cap = options_.max_tokens_cap};
-  const auto& tok = session_.tokenizer();
+  const auto& tok = session_->tokenizer();
   ParsedRequest p;
   try {
     p = chat ? parse_chat_request(req.body, tok, limits) : parse_completion_request(req.body, tok, limits);
@@ -188,7 +207,7 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
   const bool stream = p.stream, include_usage = p.include_usage;
   std::vector<std::shared_ptr<Job>> jobs;
   try {
-    jobs = scheduler_.submit(std::move(p.job), p.n);
+    jobs = scheduler_->submit(std::move(p.job), p.n);
   } catch (const ApiError& e) {
     return send_api_error(res, e);
   }

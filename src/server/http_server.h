@@ -6,6 +6,7 @@
 //   POST /v1/responses (responses_api.h)
 //   POST /tokenize  POST /detokenize  GET /props  GET /slots (llama-server's, llama_endpoints.h)
 //   GET /health                 GET /metrics (Prometheus text; no API key needed, like /health)
+//   GET|POST /v1/text-to-3d     GET / and its files (the web page, web/; no API key: the page asks for it)
 // With --cors, browsers of the listed origins get Access-Control-* headers and their preflights
 // (OPTIONS) a 204 (cors.h); each request is logged in one line on stderr (request_log.h).
 #pragma once
@@ -42,9 +43,14 @@ struct ServerOptions {
   uint32_t queue = 0;              // the scheduler's queue places, as /props reports them
 };
 
+class TextTo3DService;
+
 class HttpServer {
  public:
   HttpServer(llm::Session& session, Scheduler& scheduler, const ServerOptions& options);
+  // Without a model (`ember serve --stages DIR` alone): the web page, /health, /metrics and
+  // /v1/text-to-3d; the LLM routes answer 404 saying how to load one.
+  explicit HttpServer(const ServerOptions& options);
   ~HttpServer();
   // Binds the listening socket exclusively; returns the port. Throws ember::Error when it cannot.
   int bind();
@@ -52,18 +58,22 @@ class HttpServer {
   void listen();
   void stop();
   Metrics& metrics() { return metrics_; }
+  // The pipeline behind /v1/text-to-3d (`--stages`); without one the route says how to get it.
+  void set_text_to_3d(TextTo3DService* service) { text_to_3d_ = service; }
 
  private:
   void handle(const HttpRequest& req, HttpResponder& res);
   void route(const HttpRequest& req, HttpResponder& res);
   void generation(const HttpRequest& req, HttpResponder& res, bool chat);
 
-  llm::Session& session_;
-  Scheduler& scheduler_;
+  HttpServer(llm::Session* session, Scheduler* scheduler, const ServerOptions& options);
+  llm::Session* session_;
+  Scheduler* scheduler_;
   ServerOptions options_;
   Metrics metrics_;
   RequestLog log_;
   std::unique_ptr<HttpListener> listener_;
+  TextTo3DService* text_to_3d_ = nullptr;
 };
 
 }  // namespace ember::server
