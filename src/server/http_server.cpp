@@ -149,10 +149,13 @@ void HttpServer::route(const HttpRequest& req, HttpResponder& res) {
                           error_body("method " + req.method + " is not allowed on " + path + " (use " + (post_route ? "POST" : "GET") + ")",
                                      "invalid_request_error", std::nullopt, "method_not_allowed"),
                           {{"Allow", post_route ? "POST" : "GET"}});
-  if (!scheduler_ && path != "/health" && path != "/metrics")
+  if (!scheduler_) {  // a text-to-3D server: /health and /metrics, and a 404 naming --model for the rest
+    if (path == "/health") return (void)res.send(200, kJson, dump(json{{"status", "ok"}, {"slots", 0}, {"active", 0}, {"queued", 0}}));
+    if (path == "/metrics") return (void)res.send(200, "text/plain; version=0.0.4", metrics_.render(0, 0, 0, 0, 0, listener_->open_connections()));
     return (void)res.send(404, kJson,
                           error_body("this server has no model: start it with `ember serve --model DIR` (with --stages too for both)",
                                      "invalid_request_error", "model", "model_not_found"));
+  }
   const ParseLimits limits{.capacity = context_of(options_, *scheduler_), .default_max_tokens = options_.default_max_tokens,
                            .max_tokens_cap = options_.max_tokens_cap};
   const ServerFacts facts{options_.model_name, options_.model_path, options_.default_max_tokens, options_.max_tokens_cap, options_.queue,
@@ -175,10 +178,6 @@ void HttpServer::route(const HttpRequest& req, HttpResponder& res) {
     if (id != options_.model_name)
       return (void)res.send(404, kJson, error_body("the model '" + id + "' does not exist", "invalid_request_error", "model", "model_not_found"));
     res.send(200, kJson, dump(model_json()));
-  } else if (!scheduler_) {  // /health or /metrics of a server without a model
-    res.send(200, path == "/health" ? kJson : "text/plain; version=0.0.4",
-             path == "/health" ? dump(json{{"status", "ok"}, {"slots", 0}, {"active", 0}, {"queued", 0}})
-                               : metrics_.render(0, 0, 0, 0, 0, listener_->open_connections()));
   } else if (path == "/health") {
     res.send(200, kJson, dump(json{{"status", "ok"}, {"slots", scheduler_->parallel()}, {"active", scheduler_->active()}, {"queued", scheduler_->queued()}}));
   } else {  // /metrics
