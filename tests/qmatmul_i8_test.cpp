@@ -109,8 +109,17 @@ TEST_P(QMatmulInt8, MatchesReferenceOfTheSameArithmetic) {
 std::string name(const ::testing::TestParamInfo<QMatmulInt8::ParamType>& info) {
   const auto& g = std::get<0>(info.param);
   static const char* names[] = {"none", "gelu", "gate", "residual", "addrows"};
-  return "t" + std::to_string(g.wg_tokens) + "r" + std::to_string(g.wg_rows) + (g.k_splits > 1 ? "s" + std::to_string(g.k_splits) : "") +
-         (g.rows_per_thread == 16 ? "m16_" : "_") + names[int(std::get<1>(info.param))];
+  std::string n = "t";
+  n += std::to_string(g.wg_tokens);
+  n += "r";
+  n += std::to_string(g.wg_rows);
+  if (g.k_splits > 1) {
+    n += "s";
+    n += std::to_string(g.k_splits);
+  }
+  n += g.rows_per_thread == 16 ? "m16_" : "_";
+  n += names[int(std::get<1>(info.param))];
+  return n;
 }
 
 kernels::QMatmulGeometry i8(uint32_t t, uint32_t r, uint32_t splits = 1, uint32_t rows = 8) {

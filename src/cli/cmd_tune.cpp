@@ -26,6 +26,7 @@ void tune_stage(Opts& o) {
   trellis::SsFlowTuneOptions t;
   t.budget_s = o.tune.budget_s;
   t.repeats = o.tune.repeats;
+  t.max_choices = o.max_choices;
   if (!o.quiet) t.progress = [](const std::string& line) { std::fprintf(stderr, "tune: %s\n", line.c_str()); };
   trellis::SsFlowModel model(kernels, *source);
   trellis::SsFlowTuneResult r = trellis::tune_ss_flow(model, t);
@@ -58,6 +59,7 @@ void add_tune_command(CLI::App& app) {
     GpuOptions gpu;
     tune::TuneOptions tune;
     bool json = false, quiet = false;
+    int max_choices = 0;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--model", o->model, "model directory (runtime.json, weights.bin)");
@@ -76,6 +78,8 @@ void add_tune_command(CLI::App& app) {
                 "switching changes the model's logits slightly. Without this flag the input's mlpPair is kept (its slices and "
                 "workgroup are tuned when it is on)");
   cmd->add_option("--repeats", o->tune.repeats, "timed runs per configuration after one warm-up (median)")->capture_default_str();
+  cmd->add_option("--max-choices", o->max_choices, "with --stage: stop after this many choices tried, the defaults included (0: the budget alone)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", o->json, "print the search summary as JSON on stdout (progress stays on stderr)");
   cmd->add_flag("--quiet", o->quiet, "no progress on stderr");
   o->gpu.add_to(*cmd);

@@ -201,7 +201,8 @@ SsFlowTuneResult tune_ss_flow(SsFlowModel& model, const SsFlowTuneOptions& opt) 
   r.default_ms = r.best_ms;
   for (const auto& dim : search_space(device.adapter().dot4_i8_packed)) {
     for (const auto& change : dim) {
-      if (seconds_since(start) > opt.budget_s) {
+      if (seconds_since(start) > opt.budget_s ||
+          (opt.max_choices > 0 && r.checked + r.rejected + r.failed >= opt.max_choices)) {
         r.budget_hit = true;
         break;
       }

@@ -20,6 +20,7 @@ namespace ember::trellis {
 struct SsFlowTuneOptions {
   double budget_s = 120;  // the search stops starting new choices after this long
   int repeats = 3;        // timed runs per forward after one warm-up (median)
+  int max_choices = 0;    // stop after this many choices tried (the defaults included); 0: the budget alone
   double f32_tolerance = 1e-4;    // rel L2 of an f32 choice's forward against the reference
   double int8_tolerance = 3e-2;   // the same for a choice with int8 matmuls
   double latent_budget = 1e-2;    // rel L2 of the final latent, int8 choice vs reference path
