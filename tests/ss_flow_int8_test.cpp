@@ -185,7 +185,7 @@ TEST(SsFlowTune, ShortBudgetTuneWritesACandidateThatReproducesTheReference) {
   trellis::SsFlowModel model(test_kernels(), s.tensors);
   trellis::SsFlowTuneOptions t;
   t.budget_s = 600;   // the choice count ends it, however fast this machine is
-  t.max_choices = 3;  // the defaults, int8 on (where the adapter has it), a matmul geometry
+  t.max_choices = 3;  // the defaults and the first changes (int8 on, where the adapter has it)
   t.repeats = 1;
   t.ctx_tokens = Stage::kCtx;
   int lines = 0;

@@ -53,7 +53,16 @@ std::vector<std::vector<Change>> search_space(bool dot4) {
     for (bool v : {false, true}) d.push_back({name + "=" + (v ? "true" : "false"), [field, v](SsFlowOptions& o) { o.*field = v; }});
     return d;
   };
-  if (dot4) dims.push_back(flag("int8", &SsFlowOptions::int8));
+  if (dot4) {
+    // int8 also with 8 rows a thread everywhere: the int8 kernel keeps an i32 and an f32
+    // accumulator per output, so 16 rows a thread may not fit the registers the f32 path does.
+    auto d = flag("int8", &SsFlowOptions::int8);
+    d.push_back({"int8=true,rows=8", [](SsFlowOptions& o) {
+                   o.int8 = true;
+                   o.matmul.rows_per_thread = o.mlp0_rows_per_thread = o.mlp2_rows_per_thread = 8;
+                 }});
+    dims.push_back(d);
+  }
   std::vector<Change> matmul, narrow;
   for (auto [t, r, rows] : std::vector<std::tuple<uint32_t, uint32_t, uint32_t>>{{16, 16, 8}, {16, 8, 8}, {8, 16, 8}, {8, 8, 8}, {16, 8, 16}, {8, 8, 16}}) {
     const std::string dims_text = std::to_string(t) + "x" + std::to_string(r) + "x" + std::to_string(rows);
