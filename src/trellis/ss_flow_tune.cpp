@@ -266,7 +266,7 @@ std::string SsFlowTuneResult::table() const {
   std::snprintf(line, sizeof line,
                 "%d choices checked, %d rejected, %d failed to build%s; sampler forwards %.3f ms with the defaults, %.3f ms tuned "
                 "(%.2fx)%s\n",
-                checked, rejected, failed, budget_hit ? ", budget spent" : "", default_ms, best_ms, best_ms > 0 ? default_ms / best_ms : 0.0,
+                checked, rejected, failed, budget_hit ? ", search stopped (budget or choice limit)" : "", default_ms, best_ms, best_ms > 0 ? default_ms / best_ms : 0.0,
                 best.int8 ? ", int8 linears" : "");
   s += line;
   if (latent_rel_l2 >= 0) {
