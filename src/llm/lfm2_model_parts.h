@@ -18,6 +18,7 @@
 #include "kernels/residual_mlp_q4.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
+#include "llm/lfm2_layer_weights.h"
 #include "llm/lfm2_model.h"
 
 namespace ember::llm {
@@ -40,12 +41,9 @@ struct Lfm2Model::Ops {
   std::map<uint32_t, kernels::ResidualMlpQ4> residual_mlp;  // by out-projection cols (decode, residual_mlp_)
 };
 
-// Bind groups of one layer that do not depend on the number of tokens.
-struct Lfm2Model::Layer {
-  formats::LayerType type;
+// A layer's matrices and the bind groups that do not depend on the number of tokens.
+struct Lfm2Model::Layer : Lfm2LayerWeights {
   std::string prefix;  // "L3."
-  kernels::Q4Matrix mix_in, mix_out, gate_up, down;  // mix: conv in/out_proj or attn qkv/o_proj
-  std::string mix_in_key, mix_out_key;
   gpu::BindGroup op_norm, ffn_norm, q_norm, k_norm, rope, kv_write, attn_prefill, silu_mul;
   gpu::BindGroup qk_norm_rope_kv;  // with qk_fuse
   kernels::AttentionDecode::Groups attn_decode;
