@@ -5,7 +5,7 @@
 
 #include "common/error.h"
 #include "kernels/attention.h"
-#include "kernels/conv.h"
+#include "kernels/lfm2/conv.h"
 #include "kernels/elementwise.h"
 #include "kernels/embed_q4.h"
 #include "kernels/matvec_q4_batch.h"

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "kernels/attention.h"
-#include "kernels/conv.h"
+#include "kernels/lfm2/conv.h"
 #include "kernels/elementwise.h"
 #include "kernels/embed_q4.h"
 #include "kernels/kv_write.h"
@@ -15,7 +15,7 @@
 #include "kernels/matvec_q4.h"
 #include "kernels/mlp_q4.h"
 #include "kernels/qk_norm_rope_kv.h"
-#include "kernels/residual_mlp_q4.h"
+#include "kernels/lfm2/residual_mlp_q4.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "llm/lfm2_layer_weights.h"
