@@ -4,7 +4,7 @@
 #include "common/error.h"
 #include "gpu_fixture.h"
 #include "kernels/attention.h"
-#include "kernels/conv.h"
+#include "kernels/lfm2/conv.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/sampler.h"

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kernel_test_util.h"
-#include "kernels/conv.h"
+#include "kernels/lfm2/conv.h"
 #include "kernels/elementwise.h"
 #include "kernels/step.h"
 #include "reference/llm_ops_reference.h"

@@ -9,7 +9,7 @@
 
 #include "common/error.h"
 #include "gpu/recorder.h"
-#include "kernels/residual_mlp_q4.h"
+#include "kernels/lfm2/residual_mlp_q4.h"
 #include "kernels/step.h"
 #include "q4_gpu.h"
 #include "reference/llm_ops_reference.h"

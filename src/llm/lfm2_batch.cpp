@@ -5,7 +5,7 @@
 
 #include "common/error.h"
 #include "kernels/attention.h"
-#include "kernels/conv.h"
+#include "kernels/lfm2/conv.h"
 #include "kernels/elementwise.h"
 #include "kernels/embed_q4.h"
 #include "kernels/matvec_q4_batch.h"
@@ -14,6 +14,7 @@
 #include "kernels/rmsnorm.h"
 #include "kernels/step.h"
 #include "llm/lfm2_kernel_configs.h"
+#include "llm/lfm2_layer_weights.h"
 
 namespace ember::llm {
 
@@ -45,12 +46,9 @@ struct Lfm2BatchDecoder::Ops {
   std::map<std::string, kernels::MatvecBatchQ4> matvec;  // by shape key
 };
 
-// The sequence-state kernels of one layer are bound once to every row and every cache slot
+// A layer's matrices, and its sequence-state kernels bound once to every row and every cache slot
 // (each dispatch steps the sequences listed in steps_).
-struct Lfm2BatchDecoder::Layer {
-  LayerType type;
-  kernels::Q4Matrix mix_in, mix_out, gate_up, down;
-  std::string mix_in_key, mix_out_key;
+struct Lfm2BatchDecoder::Layer : Lfm2LayerWeights {
   gpu::BindGroup op_norm, ffn_norm, silu_mul, qk_norm_rope_kv;
   kernels::AttentionDecode::Groups attn;
   kernels::ShortConv::Groups conv;
@@ -118,24 +116,11 @@ Lfm2BatchDecoder::Lfm2BatchDecoder(std::vector<Lfm2Model*> sequences)
   o.embed.emplace(kernels, kernels::EmbedConfig{.rows = V, .cols = H, .asymmetric = weights.has("embed.zero_points")});
   if (choices.mlp_pair)
     o.mlp.emplace(kernels, kernels::MlpConfig{.hidden = H, .ffn = F, .slices = choices.mlp_slices, .workgroup_size = choices.mlp_workgroup});
-  struct MatShape {
-    const char* key;
-    uint32_t rows, cols;
-    OutputMode mode;
-    bool asymmetric;
-  };
-  const MatShape mats[] = {{"conv_in_proj", 3 * H, H, OutputMode::overwrite, false},
-                           {"conv_out_proj", H, H, OutputMode::accumulate, false},
-                           {"attn_qkv", QKV, H, OutputMode::overwrite, false},
-                           {"attn_o_proj", H, Q, OutputMode::accumulate, false},
-                           {"mlp_gate_up", 2 * F, H, OutputMode::overwrite, false},
-                           {"mlp_down", H, F, OutputMode::accumulate, false},
-                           {"head", V, H, OutputMode::overwrite, true}};
-  for (const auto& m : mats)
+  for (const auto& m : lfm2_matrix_shapes(s))
     o.matvec.emplace(m.key, kernels::MatvecBatchQ4(kernels, {.rows = m.rows,
                                                              .cols = m.cols,
                                                              .asymmetric = m.asymmetric,
-                                                             .mode = m.mode,
+                                                             .mode = m.accumulate ? OutputMode::accumulate : OutputMode::overwrite,
                                                              .max_vectors = kVectorsPerDispatch}));
 
   // ---- buffers: one row per sequence ----
@@ -160,17 +145,11 @@ Lfm2BatchDecoder::Lfm2BatchDecoder(std::vector<Lfm2Model*> sequences)
   const int L = static_cast<int>(s.layers());
   for (int i = 0; i < L; i++) {
     Layer layer;
-    layer.type = s.layer_types[i];
+    // The model's down weight: with mlp_pair the k-major copy, which only the fused MLP reads.
+    static_cast<Lfm2LayerWeights&>(layer) = lfm2_layer_weights(weights, s, model_.graph(), i, choices.mlp_pair);
     const std::string p = formats::layer_prefix(i);
     const bool attn = layer.type == LayerType::Attention;
     const std::string mix = attn ? p + "attn." : p + "conv.";
-    layer.mix_in_key = attn ? "attn_qkv" : "conv_in_proj";
-    layer.mix_out_key = attn ? "attn_o_proj" : "conv_out_proj";
-    layer.mix_in = weights.matrix(mix + (attn ? "qkv" : "in_proj"), attn ? QKV : 3 * H, H);
-    layer.mix_out = weights.matrix(mix + (attn ? "o_proj" : "out_proj"), H, attn ? Q : H);
-    layer.gate_up = weights.matrix(p + "mlp.gate_up", 2 * F, H);
-    // The model's down weight: with mlp_pair the k-major copy, which only the fused MLP reads.
-    layer.down = choices.mlp_pair ? weights.matrix(p + "mlp.down", F, H, /*kmajor=*/true) : weights.matrix(p + "mlp.down", H, F);
     layer.op_norm = o.norm->bind({&x_}, weights.section(mix + (attn ? "qkv.norm" : "in_proj.norm")), {&h_});
     layer.ffn_norm = o.norm->bind({&x_}, weights.section(p + "mlp.gate_up.norm"), {&h_});
     if (attn) {
@@ -189,6 +168,10 @@ Lfm2BatchDecoder::Lfm2BatchDecoder(std::vector<Lfm2Model*> sequences)
     layers_.push_back(std::move(layer));
   }
   head_norm_ = o.norm->bind({&x_}, weights.section("head.norm"), {&h_});
+  // The batched matvec takes no fusions: the plan keeps only those of the fused MLP and the
+  // attention kernel.
+  Lfm2Fusions fusions{.mlp_pair = choices.mlp_pair, .qk_in_attention = o.attn_decode->fuses_norm_rope_kv()};
+  plan_ = plan_lfm2(model_.graph(), fusions, Lfm2Mode::batched);
   device.check("building the batched LFM2 decode graph");
 }
 
@@ -265,29 +248,32 @@ void Lfm2BatchDecoder::record(gpu::Recorder& rec, std::span<const uint32_t> rows
   }
   kernels::upload_steps(model_.device(), steps_, steps);
   const uint32_t n = static_cast<uint32_t>(rows.size());
-  o.embed->record(rec, w.embed);
-  for (size_t i = 0; i < layers_.size(); i++) {
-    const Layer& l = layers_[i];
-    o.norm->record(rec, l.op_norm, T);
-    matvec(l.mix_in_key, w.mix_in[i]);
-    if (l.type == LayerType::Attention) {
-      if (!o.attn_decode->fuses_norm_rope_kv()) o.qk_norm_rope_kv->record(rec, l.qk_norm_rope_kv, 1, n);
-      o.attn_decode->record(rec, l.attn, choices.blocks_for(longest), n);
-    } else {
-      o.conv->record(rec, l.conv, 1, n);
-    }
-    matvec(l.mix_out_key, w.mix_out[i]);
-    o.norm->record(rec, l.ffn_norm, T);
-    if (choices.mlp_pair) {
-      for (uint32_t r : rows) o.mlp->record(rec, l.mlp[r]);
-    } else {
-      matvec("mlp_gate_up", w.gate_up[i]);
-      o.silu_mul->record(rec, l.silu_mul, T);
-      matvec("mlp_down", w.down[i]);
+  for (const Lfm2Dispatch& d : plan_.steps) {
+    const Layer* l = d.layer >= 0 ? &layers_[size_t(d.layer)] : nullptr;
+    const size_t i = size_t(d.layer);
+    const Lfm2Role first = model_.graph().ops[d.first].role;
+    switch (d.kernel) {
+      case Lfm2Kernel::embed: o.embed->record(rec, w.embed); break;
+      case Lfm2Kernel::rms_norm: o.norm->record(rec, first == Lfm2Role::op_norm ? l->op_norm : first == Lfm2Role::ffn_norm ? l->ffn_norm : head_norm_, T); break;
+      case Lfm2Kernel::matvec_batch:
+        switch (first) {
+          case Lfm2Role::mix_in: matvec(l->mix_in_key, w.mix_in[i]); break;
+          case Lfm2Role::mix_out: matvec(l->mix_out_key, w.mix_out[i]); break;
+          case Lfm2Role::gate_up: matvec("mlp_gate_up", w.gate_up[i]); break;
+          case Lfm2Role::down: matvec("mlp_down", w.down[i]); break;
+          default: matvec("head", w.head);
+        }
+        break;
+      case Lfm2Kernel::conv_step: o.conv->record(rec, l->conv, 1, n); break;
+      case Lfm2Kernel::qk_norm_rope_kv: o.qk_norm_rope_kv->record(rec, l->qk_norm_rope_kv, 1, n); break;
+      case Lfm2Kernel::attention_decode: o.attn_decode->record(rec, l->attn, choices.blocks_for(longest), n); break;
+      case Lfm2Kernel::silu_mul: o.silu_mul->record(rec, l->silu_mul, T); break;
+      case Lfm2Kernel::mlp:
+        for (uint32_t r : rows) o.mlp->record(rec, l->mlp[r]);
+        break;
+      default: throw Error("no batched " + std::string(lfm2_kernel_name(d.kernel)) + " kernel for '" + d.label + "'", "lfm2 batch plan");
     }
   }
-  o.norm->record(rec, head_norm_, T);
-  matvec("head", w.head);
   for (uint32_t r : rows) sequences_[r]->advance_position();
 }
 

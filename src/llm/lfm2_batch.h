@@ -42,6 +42,7 @@ class Lfm2BatchDecoder {
   uint32_t rows() const { return static_cast<uint32_t>(sequences_.size()); }
   const gpu::Buffer& logits() const { return logits_; }  // f32 [rows()][vocab]
   gpu::Binding logits_row(uint32_t r) const;             // row r of logits()
+  const Lfm2Plan& plan() const { return plan_; }          // what record() records (lfm2_plan.h)
 
  private:
   struct Ops;
@@ -55,6 +56,7 @@ class Lfm2BatchDecoder {
   std::unique_ptr<Ops> ops_;
   std::vector<Layer> layers_;
   std::map<uint32_t, std::unique_ptr<Width>> widths_;
+  Lfm2Plan plan_{Lfm2Mode::batched};
 
   // Activations, [rows()] rows each: row r belongs to sequences_[r].
   gpu::Buffer x_, h_, bcx_, qkv_, conv_y_, attn_, gu_, act_, ids_, logits_;

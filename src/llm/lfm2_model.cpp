@@ -74,6 +74,7 @@ void Lfm2Model::build() {
 
   choices_ = choose_kernels(pack, device);
   capacity_ = capacity_of(pack);
+  graph_ = lfm2_graph(s);
 
   // ---- kernel families ----
   ops_ = std::make_unique<Ops>();
@@ -97,24 +98,11 @@ void Lfm2Model::build() {
                                               .norm_input = choices_.norm_fuse, .eps = eps, .half_product = choices_.mlp_half_product});
   }
 
-  struct MatShape {
-    const char* key;
-    uint32_t rows, cols;
-    OutputMode mode;
-    bool asymmetric;
-    bool reads_norm;  // its input is a norm of x: the decode matvec can compute it (norm_fuse)
-  };
-  const MatShape mats[] = {{"conv_in_proj", 3 * H, H, OutputMode::overwrite, false, true},
-                           {"conv_out_proj", H, H, OutputMode::accumulate, false, false},
-                           {"attn_qkv", QKV, H, OutputMode::overwrite, false, true},
-                           {"attn_o_proj", H, Q, OutputMode::accumulate, false, false},
-                           {"mlp_gate_up", 2 * F, H, OutputMode::overwrite, false, true},
-                           {"mlp_down", H, F, OutputMode::accumulate, false, false},
-                           {"head", V, H, OutputMode::overwrite, true, true}};
   bool gated = false;
-  for (const auto& m : mats) {
+  for (const auto& m : lfm2_matrix_shapes(s)) {
     const auto& mv = choices_.matvec_for(m.key);
-    kernels::MatvecConfig mc{.rows = m.rows, .cols = m.cols, .asymmetric = m.asymmetric, .variant = mv.variant, .geometry = mv.geometry, .mode = m.mode};
+    const OutputMode mode = m.accumulate ? OutputMode::accumulate : OutputMode::overwrite;
+    kernels::MatvecConfig mc{.rows = m.rows, .cols = m.cols, .asymmetric = m.asymmetric, .variant = mv.variant, .geometry = mv.geometry, .mode = mode};
     mc.norm_input = m.reads_norm && choices_.norm_fuse;
     mc.eps = eps;
     if (std::string(m.key) == "head" && choices_.prefetch) o.prefill_head.emplace(kernels, mc);
@@ -156,7 +144,7 @@ void Lfm2Model::build() {
     const bool gated_mm = std::string(m.key) == "mlp_gate_up" && choices_.gated_gate_up && kernels::matmul_gated_fits(geometry);
     if (gated_mm) prefill_gated_ = true;
     if (!m.asymmetric)
-      o.matmul.emplace(m.key, kernels::MatmulQ4(kernels, kernels::MatmulConfig{.rows = m.rows, .cols = m.cols, .mode = m.mode, .kmajor = kmajor,
+      o.matmul.emplace(m.key, kernels::MatmulQ4(kernels, kernels::MatmulConfig{.rows = m.rows, .cols = m.cols, .mode = mode, .kmajor = kmajor,
                                                                                .geometry = geometry, .gated = gated_mm}));
   }
   choices_.gated_gate_up = gated;
@@ -198,34 +186,27 @@ void Lfm2Model::build() {
   // Decode's matvecs in the order a step runs them (per layer mix in, mix out, then gate_up and
   // down unless the fused MLP runs them; the head last): with prefetch each one reads the next
   // into the L2 cache, the head layer 0's first for the next token.
+  std::vector<Lfm2LayerWeights> matrices;
   std::vector<kernels::Q4Matrix> chain;
   const int per_layer = choices_.mlp_pair ? 2 : 4;
   for (int i = 0; i < L; i++) {
-    const std::string p = formats::layer_prefix(i);
-    const bool attn = s.layer_types[i] == LayerType::Attention;
-    const std::string mix = attn ? p + "attn." : p + "conv.";
-    chain.push_back(weights_->matrix(mix + (attn ? "qkv" : "in_proj"), attn ? QKV : 3 * H, H));
-    chain.push_back(weights_->matrix(mix + (attn ? "o_proj" : "out_proj"), H, attn ? Q : H));
+    matrices.push_back(lfm2_layer_weights(*weights_, s, graph_, i, choices_.mlp_pair));
+    chain.push_back(matrices.back().mix_in);
+    chain.push_back(matrices.back().mix_out);
     if (!choices_.mlp_pair) {
-      chain.push_back(weights_->matrix(p + "mlp.gate_up", 2 * F, H));
-      chain.push_back(weights_->matrix(p + "mlp.down", H, F));
+      chain.push_back(matrices.back().gate_up);
+      chain.push_back(matrices.back().down);
     }
   }
   auto next_of = [&](size_t k) -> const kernels::Q4Matrix* { return choices_.prefetch ? &chain[(k + 1) % (chain.size())] : nullptr; };
   for (int i = 0; i < L; i++) {
     const size_t at = size_t(i) * per_layer;  // this layer's first entry of chain
     Layer layer;
-    layer.type = s.layer_types[i];
+    static_cast<Lfm2LayerWeights&>(layer) = matrices[size_t(i)];
     layer.prefix = formats::layer_prefix(i);
     const std::string& p = layer.prefix;
     const bool attn = layer.type == LayerType::Attention;
     const std::string mix = attn ? p + "attn." : p + "conv.";
-    layer.mix_in_key = attn ? "attn_qkv" : "conv_in_proj";
-    layer.mix_out_key = attn ? "attn_o_proj" : "conv_out_proj";
-    layer.mix_in = weights_->matrix(mix + (attn ? "qkv" : "in_proj"), attn ? QKV : 3 * H, H);
-    layer.mix_out = weights_->matrix(mix + (attn ? "o_proj" : "out_proj"), H, attn ? Q : H);
-    layer.gate_up = weights_->matrix(p + "mlp.gate_up", 2 * F, H);
-    layer.down = choices_.mlp_pair ? weights_->matrix(p + "mlp.down", F, H, /*kmajor=*/true) : weights_->matrix(p + "mlp.down", H, F);
 
     const gpu::Binding op_norm_w = weights_->section(mix + (attn ? "qkv.norm" : "in_proj.norm"));
     const gpu::Binding ffn_norm_w = weights_->section(p + "mlp.gate_up.norm");
@@ -285,15 +266,58 @@ void Lfm2Model::build() {
   }
   decode_embed_ = o.embed->bind_decode(weights_->matrix("embed", V, H), {&tokens_}, {&step_}, {&x_});
   if (choices_.residual_mlp_workgroups) build_residual_mlp();
+
+  // ---- the dispatch lists: the graph planned with the fusions this device's kernels took ----
+  fusions_ = Lfm2Fusions{.norm_prologue = choices_.norm_fuse,
+                         .conv_in_proj = conv_step_fused_,
+                         .gated_matvec = gated,
+                         .gated_matmul = prefill_gated_,
+                         .mlp_pair = choices_.mlp_pair,
+                         .residual_mlp = residual_mlp_,
+                         .qk_fuse = o.qk_norm_rope_kv.has_value(),
+                         .qk_in_attention = o.attn_decode->fuses_norm_rope_kv()};
+  decode_plan_ = plan_lfm2(graph_, fusions_, Lfm2Mode::decode);
+  prefill_plan_ = plan_lfm2(graph_, fusions_, Lfm2Mode::prefill);
   device.check("building the LFM2 graph");
 }
 
 Lfm2Model::~Lfm2Model() = default;
 
-const kernels::MatvecQ4& Lfm2Model::decode_matvec(const std::string& shape_key) const { return ops_->matvec.at(shape_key); }
 const kernels::MatvecQ4& Lfm2Model::prefill_head_matvec() const { return ops_->prefill_head ? *ops_->prefill_head : ops_->matvec.at("head"); }
-const gpu::Kernel& Lfm2Model::prefill_attention_kernel() const { return ops_->attn_prefill->kernel(); }
-const kernels::MatmulConfig& Lfm2Model::prefill_matmul(const std::string& shape_key) const { return ops_->matmul.at(shape_key).config(); }
+const Lfm2Plan& Lfm2Model::plan(Lfm2Mode mode) const {
+  if (mode == Lfm2Mode::batched) throw Error("a sequence has no batched plan", "Lfm2Model::plan", "ask the Lfm2BatchDecoder");
+  return mode == Lfm2Mode::decode ? decode_plan_ : prefill_plan_;
+}
+std::string Lfm2Model::kernel_label(Lfm2Mode mode, const Lfm2Dispatch& d) const {
+  using K = Lfm2Kernel;
+  const Ops& o = *ops_;
+  const Layer* l = d.layer >= 0 ? &layers_[size_t(d.layer)] : nullptr;
+  const Lfm2Op* m = lfm2_matrix_op(graph_, d);
+  auto key = [&] {
+    return m->role == Lfm2Role::mix_in ? l->mix_in_key : m->role == Lfm2Role::mix_out ? l->mix_out_key : std::string(m->shape_key);
+  };
+  switch (d.kernel) {
+    case K::embed: return o.embed->kernel().label();
+    case K::matvec:
+    case K::matvec_conv:
+    case K::matvec_gated:
+      if (m->role != Lfm2Role::head) return o.matvec.at(key()).kernel().label();
+      // decode's head with its norm prologue is the decode matvec; else prefill's
+      return (mode == Lfm2Mode::decode && graph_.ops[d.first].role == Lfm2Role::final_norm ? o.matvec.at("head") : prefill_head_matvec())
+          .kernel()
+          .label();
+    case K::matmul:
+    case K::matmul_gated: return o.matmul.at(key()).kernel().label();
+    case K::attention_prefill: return o.attn_prefill->kernel().label();
+    case K::residual_mlp: return o.residual_mlp.at(l->mix_out.cols).kernel().label();
+    // Families whose kernel varies with the step (the flash blocks) or that record a second
+    // dispatch: the prefix their labels start with.
+    case K::attention_decode: return "attention_decode";
+    case K::mlp: return "mlp_q4";
+    default: return lfm2_kernel_name(d.kernel);
+  }
+}
+
 
 uint64_t Lfm2Model::decode_weight_bytes() const {
   const auto& s = shape();
@@ -347,9 +371,7 @@ const Lfm2Model::Chunk& Lfm2Model::chunk_for(uint32_t T) {
   return *chunks_.emplace(T, std::move(c)).first->second;
 }
 
-void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk) {
-  const Ops& o = *ops_;
-  const bool decode = chunk == nullptr;
+void Lfm2Model::record_layers(gpu::Recorder& rec, const Lfm2Plan& plan, uint32_t T, const Chunk* chunk) {
   if (clear_state_) {
     for (size_t i = 0; i < layers_.size(); i++) {
       const gpu::Binding state = conv_state(i);
@@ -363,62 +385,81 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
     }
     clear_state_ = false;
   }
-  for (size_t i = 0; i < layers_.size(); i++) {
-    const Layer& l = layers_[i];
-    if (!decode || !l.decode_norm_fused) o.norm->record(rec, l.op_norm, T);
-    if (decode) o.matvec.at(l.mix_in_key).record(rec, l.mix_in_mv);
-    else o.matmul.at(l.mix_in_key).record(rec, chunk->mix_in[i]);
-    if (l.type == LayerType::Attention) {
-      if (decode && o.attn_decode->fuses_norm_rope_kv()) {
-        // the attention dispatch norms, rotates and appends k/v itself
-      } else if (o.qk_norm_rope_kv) {
-        o.qk_norm_rope_kv->record(rec, l.qk_norm_rope_kv, T);
-      } else {
-        o.q_norm->record(rec, l.q_norm, T);
-        o.k_norm->record(rec, l.k_norm, T);
-        o.rope->record(rec, l.rope, T);
-        o.kv_write->record(rec, l.kv_write, T);
-      }
-      if (decode) o.attn_decode->record(rec, l.attn_decode, choices_.blocks_for(position_ + 1));
-      else o.attn_prefill->record(rec, l.attn_prefill, T);
-    } else {
-      if (!decode) o.conv_prefill->record(rec, l.conv_prefill, T);
-      else if (!conv_step_fused_) o.conv_decode->record(rec, l.conv_decode, T);  // else in the in_proj matvec
-    }
-    if (decode && residual_mlp_) {  // mix_out, the ffn norm and the MLP in one dispatch
-      o.residual_mlp.at(l.mix_out.cols).record(rec, l.residual_mlp);
-      rec.watch(residual_status_);
-      continue;
-    }
-    if (decode) o.matvec.at(l.mix_out_key).record(rec, l.mix_out_mv);
-    else o.matmul.at(l.mix_out_key).record(rec, chunk->mix_out[i]);
-
-    if (!decode || !l.decode_norm_fused) o.norm->record(rec, l.ffn_norm, T);
-    if (!decode) {  // prefill: matrix-matrix whatever the decode MLP is
-      o.matmul.at("mlp_gate_up").record(rec, chunk->gate_up[i]);
-      if (!prefill_gated_) o.silu_mul->record(rec, chunk->silu_mul, T);
-      o.matmul.at("mlp_down").record(rec, chunk->down[i]);
-    } else if (choices_.mlp_pair) {
-      o.mlp->record(rec, l.mlp);
-    } else {
-      o.matvec.at("mlp_gate_up").record(rec, l.gate_up_mv);
-      if (!choices_.gated_gate_up) o.silu_mul->record(rec, l.silu_mul, T);
-      o.matvec.at("mlp_down").record(rec, l.down_mv);
-    }
-  }
+  for (size_t k = plan.layers_begin; k < plan.head_begin; k++) record_step(rec, plan, plan.steps[k], T, chunk);
 }
 
-void Lfm2Model::record_head(gpu::Recorder& rec, uint32_t T, bool decode) {
+void Lfm2Model::record_head(gpu::Recorder& rec, const Lfm2Plan& plan, uint32_t T) {
   // Only the last token's logits are needed: its row goes through the final norm and the head.
-  // Decode with norm_fuse: the head matvec norms row 0 of x itself (no copy, no norm dispatch).
-  if (decode && choices_.norm_fuse) {
-    ops_->matvec.at("head").record(rec, decode_head_mv_);
-    return;
+  for (size_t k = plan.head_begin; k < plan.steps.size(); k++) record_step(rec, plan, plan.steps[k], T, nullptr);
+}
+
+void Lfm2Model::record_step(gpu::Recorder& rec, const Lfm2Plan& plan, const Lfm2Dispatch& d, uint32_t T, const Chunk* chunk) {
+  using K = Lfm2Kernel;
+  using R = Lfm2Role;
+  const Ops& o = *ops_;
+  const bool decode = plan.mode == Lfm2Mode::decode;
+  const Layer* l = d.layer >= 0 ? &layers_[size_t(d.layer)] : nullptr;
+  const size_t i = size_t(d.layer);
+  const Lfm2Role first = graph_.ops[d.first].role;
+  // The matrix the dispatch multiplies by (matvec and matmul kernels).
+  auto matrix = [&]() {
+    if (const Lfm2Op* m = lfm2_matrix_op(graph_, d)) return m->role;
+    throw Error("the planned " + std::string(lfm2_kernel_name(d.kernel)) + " dispatch '" + d.label + "' multiplies no matrix", "lfm2 plan");
+  };
+  switch (d.kernel) {
+    case K::embed:
+      if (!decode) o.embed->record(rec, chunk->embed);
+      else if (!pick_embedded_) decode_embed_.record(rec);
+      break;
+    case K::rms_norm:
+      if (first == R::op_norm) o.norm->record(rec, l->op_norm, T);
+      else if (first == R::ffn_norm) o.norm->record(rec, l->ffn_norm, T);
+      else o.norm->record(rec, head_norm_, 1);
+      break;
+    case K::last_row: {
+      const uint64_t row = uint64_t(shape().hidden) * 4;
+      rec.copy(x_, uint64_t(T - 1) * row, x_last_, 0, row);
+      break;
+    }
+    case K::matvec:
+    case K::matvec_conv:
+    case K::matvec_gated:
+      switch (matrix()) {
+        case R::mix_in: o.matvec.at(l->mix_in_key).record(rec, l->mix_in_mv); break;
+        case R::mix_out: o.matvec.at(l->mix_out_key).record(rec, l->mix_out_mv); break;
+        case R::gate_up: o.matvec.at("mlp_gate_up").record(rec, l->gate_up_mv); break;
+        case R::down: o.matvec.at("mlp_down").record(rec, l->down_mv); break;
+        default:  // the head: decode's with its norm prologue reads row 0 of x; else the copied row
+          if (decode && first == R::final_norm) o.matvec.at("head").record(rec, decode_head_mv_);
+          else prefill_head_matvec().record(rec, head_mv_);
+      }
+      break;
+    case K::matmul:
+    case K::matmul_gated:
+      switch (matrix()) {
+        case R::mix_in: o.matmul.at(l->mix_in_key).record(rec, chunk->mix_in[i]); break;
+        case R::mix_out: o.matmul.at(l->mix_out_key).record(rec, chunk->mix_out[i]); break;
+        case R::gate_up: o.matmul.at("mlp_gate_up").record(rec, chunk->gate_up[i]); break;
+        default: o.matmul.at("mlp_down").record(rec, chunk->down[i]);
+      }
+      break;
+    case K::conv_step: o.conv_decode->record(rec, l->conv_decode, T); break;
+    case K::conv_prefill: o.conv_prefill->record(rec, l->conv_prefill, T); break;
+    case K::q_norm: o.q_norm->record(rec, l->q_norm, T); break;
+    case K::k_norm: o.k_norm->record(rec, l->k_norm, T); break;
+    case K::rope: o.rope->record(rec, l->rope, T); break;
+    case K::kv_write: o.kv_write->record(rec, l->kv_write, T); break;
+    case K::qk_norm_rope_kv: o.qk_norm_rope_kv->record(rec, l->qk_norm_rope_kv, T); break;
+    case K::attention_decode: o.attn_decode->record(rec, l->attn_decode, choices_.blocks_for(position_ + 1)); break;
+    case K::attention_prefill: o.attn_prefill->record(rec, l->attn_prefill, T); break;
+    case K::silu_mul: o.silu_mul->record(rec, decode ? l->silu_mul : chunk->silu_mul, T); break;
+    case K::mlp: o.mlp->record(rec, l->mlp); break;
+    case K::residual_mlp:
+      o.residual_mlp.at(l->mix_out.cols).record(rec, l->residual_mlp);
+      rec.watch(residual_status_);
+      break;
+    case K::matvec_batch: throw Error("a batched matvec in a sequence's plan", "lfm2 plan");
   }
-  const uint32_t H = u32(shape().hidden);
-  rec.copy(x_, uint64_t(T - 1) * H * 4, x_last_, 0, uint64_t(H) * 4);
-  if (!choices_.norm_fuse) ops_->norm->record(rec, head_norm_, 1);
-  prefill_head_matvec().record(rec, head_mv_);
 }
 
 void Lfm2Model::prefill(std::span<const uint32_t> ids, gpu::Profiler* profiler) {
@@ -439,9 +480,9 @@ void Lfm2Model::prefill(std::span<const uint32_t> ids, gpu::Profiler* profiler) 
     device_.upload(tokens_, part, uint64_t(position_) * 4);
     upload_step(position_, T);
     gpu::Recorder rec(device_, profiler);
-    ops_->embed->record(rec, chunk.embed);
-    record_layers(rec, T, &chunk);
-    if (s + T == ids.size()) record_head(rec, T);
+    for (size_t k = 0; k < prefill_plan_.layers_begin; k++) record_step(rec, prefill_plan_, prefill_plan_.steps[k], T, &chunk);
+    record_layers(rec, prefill_plan_, T, &chunk);
+    if (s + T == ids.size()) record_head(rec, prefill_plan_, T);
     prefill_dispatches_ += rec.dispatches();
     prefill_chunks_++;
     rec.submit();
@@ -465,7 +506,7 @@ void Lfm2Model::prefill_logits(std::span<const uint32_t> ids, const LogitRows& o
       const uint32_t n = std::min(R, T - r0);
       gpu::Recorder rec(device_);
       for (uint32_t t = 0; t < n; t++) {
-        record_head(rec, r0 + t + 1);  // row r0 + t of x_
+        record_head(rec, prefill_plan_, r0 + t + 1);  // row r0 + t of x_
         rec.copy(logits_, 0, rows, t * row_bytes, row_bytes);
       }
       rec.submit();
@@ -496,10 +537,10 @@ void Lfm2Model::record_decode(gpu::Recorder& rec) {
               kernels::StepParams{.start = position_, .rows = 0, .decode_step = decode_steps_}, step_);
   decode_steps_++;  // from 1; wrapping keeps the parity alternating
   // Embeds tokens[position_]; step_ becomes {position_, 1, decode_steps_} (unless a pick did both).
-  if (!pick_embedded_) decode_embed_.record(rec);
+  for (size_t k = 0; k < decode_plan_.layers_begin; k++) record_step(rec, decode_plan_, decode_plan_.steps[k], 1, nullptr);
   pick_embedded_ = false;
-  record_layers(rec, 1, nullptr);
-  record_head(rec, 1, /*decode=*/true);
+  record_layers(rec, decode_plan_, 1, nullptr);
+  record_head(rec, decode_plan_, 1);
   position_++;
   step_next_ = position_;
   decode_dispatches_ = rec.dispatches() - before;

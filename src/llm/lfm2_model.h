@@ -22,6 +22,7 @@
 #include "kernels/matmul_q4.h"
 #include "kernels/sampler.h"
 #include "llm/kernel_choice.h"
+#include "llm/lfm2_plan.h"
 #include "llm/lfm2_weights.h"
 #include "llm/sequence_caches.h"
 
@@ -108,11 +109,16 @@ class Lfm2Model {
   const gpu::Device& device() const { return device_; }
   gpu::KernelCache& kernels() const { return kernels_; }
 
-  // The decode matvec of a matrix shape ("conv_in_proj", ..., "head") with its fusions (benchmarks
-  // attribute bytes to its label).
-  const kernels::MatvecQ4& decode_matvec(const std::string& shape_key) const;
-  const kernels::MatvecQ4& prefill_head_matvec() const;  // the head as prefill's last token runs it
-  const gpu::Kernel& prefill_attention_kernel() const;  // the causal attention kernel prefill runs
+  // The graph this model runs, the fusions its kernels took, and the dispatch lists planned from
+  // them (lfm2_plan.h): what a decode step and a prefill chunk record, in order.
+  const Lfm2Graph& graph() const { return graph_; }
+  const Lfm2Fusions& fusions() const { return fusions_; }
+  const Lfm2Plan& plan(Lfm2Mode mode) const;
+
+  // The label of the kernel a planned dispatch of plan(mode) records (what a profile names it;
+  // benchmarks attribute bytes and FLOPs to it): the family's prefix where the kernel varies with
+  // the step ("attention_decode") or records a second pass ("mlp_q4").
+  std::string kernel_label(Lfm2Mode mode, const Lfm2Dispatch& d) const;
 
   // Whether decode runs each layer's out projection and MLP as one dispatch (residual_mlp_workgroups
   // in the choices, and the probe at load found the grid resident), and whether one of its waits
@@ -134,8 +140,6 @@ class Lfm2Model {
   // Dispatches and submits (chunks) the last prefill recorded, all chunks together.
   size_t prefill_dispatches() const { return prefill_dispatches_; }
   size_t prefill_chunks() const { return prefill_chunks_; }
-  // The prefill matmul of a shape key (conv_in_proj, ..., mlp_down): layout and geometry chosen.
-  const kernels::MatmulConfig& prefill_matmul(const std::string& shape_key) const;
   // Weight bytes one decode step reads (every matrix once, the head, norms).
   uint64_t decode_weight_bytes() const;
 
@@ -160,8 +164,11 @@ class Lfm2Model {
   void build_residual_mlp();
 
   void upload_step(uint32_t start, uint32_t rows);
-  void record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk);
-  void record_head(gpu::Recorder& rec, uint32_t T, bool decode = false);
+  // The executor: records planned dispatches (chunk: prefill's bind groups; null: decode's).
+  void record_layers(gpu::Recorder& rec, const Lfm2Plan& plan, uint32_t T, const Chunk* chunk);
+  void record_head(gpu::Recorder& rec, const Lfm2Plan& plan, uint32_t T);
+  void record_step(gpu::Recorder& rec, const Lfm2Plan& plan, const Lfm2Dispatch& d, uint32_t T, const Chunk* chunk);
+  const kernels::MatvecQ4& prefill_head_matvec() const;  // the head as prefill's last token runs it
   const Chunk& chunk_for(uint32_t T);
 
   const gpu::Device& device_;
@@ -172,6 +179,9 @@ class Lfm2Model {
   std::shared_ptr<const Lfm2Weights> weights_;
   std::unique_ptr<Ops> ops_;
   std::vector<Layer> layers_;
+  Lfm2Graph graph_;
+  Lfm2Fusions fusions_;
+  Lfm2Plan decode_plan_{Lfm2Mode::decode}, prefill_plan_{Lfm2Mode::prefill};
   std::map<uint32_t, std::unique_ptr<Chunk>> chunks_;
 
   uint32_t capacity_ = 0, position_ = 0;

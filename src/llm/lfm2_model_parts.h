@@ -7,7 +7,7 @@
 #include <string>
 
 #include "kernels/attention.h"
-#include "kernels/conv.h"
+#include "kernels/lfm2/conv.h"
 #include "kernels/elementwise.h"
 #include "kernels/embed_q4.h"
 #include "kernels/kv_write.h"
@@ -15,9 +15,10 @@
 #include "kernels/matvec_q4.h"
 #include "kernels/mlp_q4.h"
 #include "kernels/qk_norm_rope_kv.h"
-#include "kernels/residual_mlp_q4.h"
+#include "kernels/lfm2/residual_mlp_q4.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
+#include "llm/lfm2_layer_weights.h"
 #include "llm/lfm2_model.h"
 
 namespace ember::llm {
@@ -40,12 +41,9 @@ struct Lfm2Model::Ops {
   std::map<uint32_t, kernels::ResidualMlpQ4> residual_mlp;  // by out-projection cols (decode, residual_mlp_)
 };
 
-// Bind groups of one layer that do not depend on the number of tokens.
-struct Lfm2Model::Layer {
-  formats::LayerType type;
+// A layer's matrices and the bind groups that do not depend on the number of tokens.
+struct Lfm2Model::Layer : Lfm2LayerWeights {
   std::string prefix;  // "L3."
-  kernels::Q4Matrix mix_in, mix_out, gate_up, down;  // mix: conv in/out_proj or attn qkv/o_proj
-  std::string mix_in_key, mix_out_key;
   gpu::BindGroup op_norm, ffn_norm, q_norm, k_norm, rope, kv_write, attn_prefill, silu_mul;
   gpu::BindGroup qk_norm_rope_kv;  // with qk_fuse
   kernels::AttentionDecode::Groups attn_decode;

@@ -11,6 +11,7 @@
 #include "gpu/recorder.h"
 #include "kernels/matmul_q4.h"
 #include "kernels/matvec_q4.h"
+#include "formats/llm_layout.h"
 #include "tune/decode_step.h"
 #include "tune/kernel_timer.h"
 #include "tune/matvec_search.h"
@@ -36,28 +37,27 @@ llm::SamplingOptions greedy() {
   return s;
 }
 
-// Bytes per decode step read by each kernel label of the model's decode graph, where they can
-// be computed from the shape and the kernel choices: the matvecs (labels come from the same
-// kernel cache the model used), the fused MLP, the one-dispatch out projection + MLP, attention
+uint64_t q4_bytes(const llm::Lfm2MatrixShape& m) {
+  return formats::q4_quant_bytes(m.rows, m.cols) + formats::q4_scale_bytes(m.rows, m.cols) +
+         (m.asymmetric ? formats::q4_zero_point_bytes(m.rows, m.cols) : 0);
+}
+
+// Bytes per decode step read by each kernel label of the model's planned decode step, where they
+// can be computed from the shape: every matrix by the dispatch that multiplies by it, attention
 // over the KV cache.
 std::map<std::string, uint64_t> bytes_by_label(const llm::Lfm2Model& model, uint32_t context) {
   std::map<std::string, uint64_t> out;
   const auto& s = model.shape();
-  const auto& ch = model.choices();
-  for (const auto& m : matrix_shapes(s)) {
-    const bool mlp = m.key == "mlp_gate_up" || m.key == "mlp_down";
-    if (ch.mlp_pair && mlp) continue;
-    if (model.residual_mlp() && (mlp || m.key == "attn_o_proj" || m.key == "conv_out_proj")) {
-      out["residual_mlp_q4"] += m.bytes() * uint64_t(m.count);
-      continue;
+  const auto shapes = llm::lfm2_matrix_shapes(s);
+  for (const auto& d : model.plan(llm::Lfm2Mode::decode).steps) {
+    uint64_t bytes = 0;
+    for (size_t k = d.first; k < d.first + d.count; k++) {
+      const llm::Lfm2Op& op = model.graph().ops[k];
+      if (op.shape_key) bytes += q4_bytes(llm::lfm2_matrix_shape(shapes, op.shape_key));
+      if (op.role == llm::Lfm2Role::attention) bytes += 2 * uint64_t(context) * uint64_t(s.kv_rows() + s.kv_heads * model.choices().padding) * 4;
     }
-    out[model.decode_matvec(m.key).kernel().label()] += m.bytes() * uint64_t(m.count);
+    if (bytes) out[model.kernel_label(llm::Lfm2Mode::decode, d)] += bytes;
   }
-  const uint64_t H = s.hidden, F = s.ffn;
-  if (ch.mlp_pair) out["mlp_q4"] += uint64_t(s.layers()) * (2 * F * H / 2 + 2 * F * (H / 32) * 4 + F * H / 2 + F * (H / 32) * 4);
-  int attn = 0;
-  for (auto t : s.layer_types) attn += t == formats::LayerType::Attention;
-  out["attention_decode"] += uint64_t(attn) * 2 * context * uint64_t(s.kv_rows() + s.kv_heads * ch.padding) * 4;
   return out;
 }
 
@@ -83,23 +83,25 @@ std::map<std::string, std::pair<double, double>> profile_decode(llm::Lfm2Model& 
   return out;
 }
 
-// FLOPs of a prefill of T tokens from position 0, by kernel label: the matmuls (labels from the
-// same kernel cache and choices the model used), causal attention (QK^T and PV over the keys
-// each query sees), the head matvec for the last token.
+// FLOPs of a prefill of T tokens from position 0, by kernel label of the planned prefill: the
+// matmuls, causal attention (QK^T and PV over the keys each query sees), the head matvec for the
+// last token.
 std::map<std::string, double> prefill_flops_by_label(const llm::Lfm2Model& model, uint32_t T) {
   std::map<std::string, double> out;
   const auto& s = model.shape();
-  for (const auto& m : matrix_shapes(s)) {
-    if (m.key == "head") {  // the model's own head matvec (its label carries the norm fusion)
-      out[model.prefill_head_matvec().kernel().label()] += 2.0 * m.rows * m.cols;
-      continue;
+  const auto shapes = llm::lfm2_matrix_shapes(s);
+  for (const auto& d : model.plan(llm::Lfm2Mode::prefill).steps) {
+    double flops = 0;
+    for (size_t k = d.first; k < d.first + d.count; k++) {
+      const llm::Lfm2Op& op = model.graph().ops[k];
+      if (op.shape_key) {  // the head runs on the last token only
+        const auto& m = llm::lfm2_matrix_shape(shapes, op.shape_key);
+        flops += 2.0 * m.rows * m.cols * (op.role == llm::Lfm2Role::head ? 1 : T);
+      }
+      if (op.role == llm::Lfm2Role::attention) flops += 2.0 * 2.0 * double(s.heads) * s.head_dim * (double(T) * (T + 1) / 2);
     }
-    kernels::MatmulQ4 k(model.kernels(), model.prefill_matmul(m.key));
-    out[k.kernel().label()] += 2.0 * m.rows * m.cols * T * m.count;
+    if (flops > 0) out[model.kernel_label(llm::Lfm2Mode::prefill, d)] += flops;
   }
-  int attn = 0;
-  for (auto t : s.layer_types) attn += t == formats::LayerType::Attention;
-  out[model.prefill_attention_kernel().label()] += attn * 2.0 * 2.0 * double(s.heads) * s.head_dim * (double(T) * (T + 1) / 2);
   return out;
 }
 

@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "common/error.h"
-#include "kernels/residual_mlp_q4.h"
+#include "kernels/lfm2/residual_mlp_q4.h"
 #include "kernels/step.h"
 #include "tune/check.h"
 

@@ -1,4 +1,4 @@
-#include "kernels/residual_mlp_q4.h"
+#include "kernels/lfm2/residual_mlp_q4.h"
 
 #include <algorithm>
 #include <bit>

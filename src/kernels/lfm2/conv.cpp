@@ -1,4 +1,4 @@
-#include "kernels/conv.h"
+#include "kernels/lfm2/conv.h"
 
 #include "common/error.h"
 #include "kernels/step.h"
