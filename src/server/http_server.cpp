@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "server/api_error.h"
+#include "server/logprobs_format.h"
 #include "server/openai_format.h"
 #include "server/request_parse.h"
 
@@ -146,7 +147,8 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
     return send_api_error(res, ApiError::bad_request(e.what(), chat ? "messages" : "prompt"));
   }
   const Usage usage0{static_cast<uint32_t>(p.job.prompt.size()), 0};
-  const bool stream = p.stream, include_usage = p.include_usage;
+  const bool stream = p.stream, include_usage = p.include_usage, logprobs = p.job.logprobs;
+  LogprobsWriter lp_writer(tok, chat);
   std::shared_ptr<Job> job;
   try {
     job = scheduler_.submit(std::move(p.job));
@@ -158,17 +160,21 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
 
   if (!stream) {
     std::string text;
+    std::vector<kernels::TopLogprobs> lps;
     Job::Update u;
     do {
       u = job->wait(kPoll);
       text += u.text;
+      lps.insert(lps.end(), u.logprobs.begin(), u.logprobs.end());
       if (!u.done && res.client_gone()) {  // nobody will read the answer: free the slot now
         job->cancel();
         return res.abandon();
       }
     } while (!u.done);
     if (u.finish == Finish::Error) return (void)res.send(500, kJson, error_body(u.error, "server_error"));
-    res.send(200, kJson, dump(full_response(meta, text, u.finish, {usage0.prompt_tokens, u.completion_tokens})));
+    json full = full_response(meta, text, u.finish, {usage0.prompt_tokens, u.completion_tokens});
+    if (logprobs) lp_writer.attach(full, lps);
+    res.send(200, kJson, dump(full));
     return;
   }
 
@@ -180,10 +186,15 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
   if (!res.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}})) return gone();
   if (meta.chat && !res.write(sse_event(stream_chunk(meta, "", std::nullopt, true)))) return gone();
   auto last_write = Clock::now();
+  std::vector<kernels::TopLogprobs> lps;  // entries whose chunk is not written yet
   while (true) {
     Job::Update u = job->wait(kPoll);
+    lps.insert(lps.end(), u.logprobs.begin(), u.logprobs.end());
     if (!u.text.empty()) {
-      if (!res.write(sse_event(stream_chunk(meta, u.text, std::nullopt, false)))) return gone();
+      json chunk = stream_chunk(meta, u.text, std::nullopt, false);
+      if (logprobs) lp_writer.attach(chunk, lps);
+      lps.clear();
+      if (!res.write(sse_event(chunk))) return gone();
       last_write = Clock::now();
     }
     if (!u.done) {
@@ -198,8 +209,11 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
     std::string tail;
     if (u.finish == Finish::Error)
       tail = "data: " + error_body(u.error, "server_error") + "\n\n";
-    else
-      tail = sse_event(stream_chunk(meta, "", u.finish, false));
+    else {
+      json chunk = stream_chunk(meta, "", u.finish, false);
+      if (logprobs && !lps.empty()) lp_writer.attach(chunk, lps);
+      tail = sse_event(chunk);
+    }
     if (include_usage && u.finish != Finish::Error) tail += sse_event(usage_chunk(meta, {usage0.prompt_tokens, u.completion_tokens}));
     tail += kSseDone;
     if (!res.write(tail) || !res.end_stream()) return gone();
