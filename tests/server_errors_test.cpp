@@ -74,7 +74,10 @@ TEST(ServerErrors, WrongTypes) {
 TEST(ServerErrors, UnknownAndUnsupportedFields) {
   auto e = expect_error(test::post(server(), kChat, with(good_chat(), "frobnicate", 1).dump()), 400, "frobnicate", "unknown_parameter");
   EXPECT_NE(e["message"].get<std::string>().find("frobnicate"), std::string::npos);
-  expect_error(test::post(server(), kChat, with(good_chat(), "n", 2).dump()), 400, "n", "unsupported_parameter");
+  // n choices take n sequence slots at once: more than the server has (4) is refused.
+  auto n = expect_error(test::post(server(), kChat, with(good_chat(), "n", 5).dump()), 400, "n", "invalid_value");
+  EXPECT_NE(n["message"].get<std::string>().find("--parallel"), std::string::npos) << n.dump();
+  expect_error(test::post(server(), kChat, with(good_chat(), "n", 0).dump()), 400, "n");
   expect_error(test::post(server(), kChat, with(good_chat(), "top_logprobs", 3).dump()), 400, "top_logprobs");  // needs logprobs
   // Neutral values and nulls of known fields are fine.
   auto ok = test::post(server(), kChat, with(with(with(good_chat(), "n", 1), "logprobs", false), "user", "u1").dump());

@@ -25,7 +25,8 @@
 
 namespace ember::test {
 
-// `ember serve --model PACK --port 0 ARGS...`; the port is read from its first stdout line.
+// `ember serve --model PACK --port 0 ARGS...` (no --model when PACK is empty); the port is read
+// from its first stdout line.
 class ServerProcess {
  public:
   ServerProcess(const std::string& pack, const std::vector<std::string>& args) {
@@ -38,7 +39,8 @@ class ServerProcess {
       FILE* err = std::fopen(log_.c_str(), "w");
       if (err) dup2(fileno(err), 2);
       close(out[0]);
-      std::vector<std::string> argv = {ember::test::ember_binary(), "serve", "--model", pack, "--port", "0", "--quiet"};
+      std::vector<std::string> argv = {ember::test::ember_binary(), "serve", "--port", "0", "--quiet"};
+      if (!pack.empty()) argv.insert(argv.begin() + 2, {"--model", pack});
       argv.insert(argv.end(), args.begin(), args.end());
       std::vector<char*> c;
       for (auto& a : argv) c.push_back(a.data());

@@ -5,14 +5,19 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/ss_flow_source.h"
 #include "common/error.h"
 #include "gpu/profiler.h"
 #include "trellis/flow_sampler.h"
 #include "trellis/ss_flow.h"
+#include "trellis/ss_flow_candidate.h"
 #include "trellis/ss_flow_stage.h"
+#include "tune/compute_peaks.h"
 
 namespace ember::cli {
 namespace {
@@ -40,6 +45,13 @@ std::pair<std::string, kernels::QMatmulGeometry> parse_matmul_override(const std
   return {spec.substr(0, eq), base};
 }
 
+// The options that set tuning choices (a candidate's domain).
+const std::set<std::string> kTuningOptions = {
+    "--matmul", "--mlp2-splits", "--square-splits", "--fuse-gelu", "--attn-keys", "--attn-no-prefetch", "--narrow-matmul",
+    "--matmul-override", "--mlp0-rows", "--mlp2-rows", "--matmul-rows", "--matmul-scalar", "--matmul-no-prefetch", "--no-quad",
+    "--attn-queries", "--attn-key-splits", "--cross-attn-keys", "--attn-lazy-rescale", "--attn-fused-pv", "--attention",
+    "--attn-geometry", "--int8"};
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
@@ -47,6 +59,30 @@ double median(std::vector<double> v) {
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Achieved rate per kernel against the measured ceilings: the int8 matmuls (those with a ".quant"
+// pass) against the packed-dot peak, everything else against the f32 FMA peak.
+std::string rate_table(const trellis::SsFlowModel& model, int batch, const gpu::Profiler& prof, const tune::ComputePeaks& peaks,
+                       nlohmann::json& out) {
+  std::map<std::string, double> ms;
+  for (const auto& s : prof.summary()) ms[s.name] += s.total_ms;
+  std::string text = "  kernel                         ms        rate (T/s)        ceiling  of ceiling  (+quant/sum passes ms)\n";
+  out = nlohmann::json::array();
+  for (const auto& [region, flops] : model.region_flops(batch)) {
+    auto it = ms.find(region);
+    if (it == ms.end() || it->second <= 0) continue;
+    const bool int8 = ms.count(region + ".quant") > 0;
+    const double passes = (ms.count(region + ".quant") ? ms[region + ".quant"] : 0.0) + (ms.count(region + ".sum") ? ms[region + ".sum"] : 0.0);
+    const double rate = flops / (it->second * 1e-3) / 1e12, ceiling = int8 ? peaks.dot4_tops : peaks.fma_tflops;
+    char line[200];
+    snprintf(line, sizeof line, "  %-28s %7.3f  %9.4f %s  %9.4f  %8.1f%%   %.3f\n", region.c_str(), it->second, rate, int8 ? "TOPS  " : "TFLOPS",
+             ceiling, ceiling > 0 ? 100 * rate / ceiling : 0.0, passes);
+    text += line;
+    out.push_back({{"region", region}, {"ms", it->second}, {"passes_ms", passes}, {"int8", int8}, {"rate_t", rate},
+                   {"ceiling_t", ceiling}, {"fraction_of_ceiling", ceiling > 0 ? rate / ceiling : 0.0}});
+  }
+  return text;
 }
 
 const char* attention_name(kernels::FlashVariant v) {
@@ -67,7 +103,8 @@ void add_bench_ss_flow(CLI::App& bench) {
   // geometries (3 numbers each) and the variant name are applied where given.
   struct Opts {
     GpuOptions gpu;
-    std::string stage;
+    std::string stage, candidate;
+    bool no_candidate = false;
     bool synthetic = false, json = false, no_sample = false, batch2_only = false, no_quad = false, scalar_matmul = false,
          matmul_no_prefetch = false, attn_no_prefetch = false;
     int repeats = 5, blocks = 0, resolution = 0, batch_samples = 4;
@@ -123,6 +160,8 @@ void add_bench_ss_flow(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_flag("--matmul-scalar", o->scalar_matmul, "qmatmul with scalar workgroup-memory reads (default: vec4)");
   cmd->add_flag("--matmul-no-prefetch", o->matmul_no_prefetch, "qmatmul: load each K step only when it is used (no register prefetch)");
+  cmd->add_flag("--int8", o->mo.int8, "the block linears on packed int8 dot products (where the adapter has them)");
+  add_candidate_options(*cmd, o->candidate, o->no_candidate);
   cmd->add_flag("--no-quad", o->no_quad, "plain flash attention instead of the oct variant");
   cmd->add_flag("--batch2-only", o->batch2_only, "forward at batch 2 only (for sweeps)");
   cmd->add_option("--attn-queries", o->mo.attention_queries,
@@ -142,7 +181,7 @@ void add_bench_ss_flow(CLI::App& bench) {
   cmd->add_option("--attn-geometry", o->attn_geometry,
                   "tiled attention: queries per workgroup, queries per thread (4|8), keys per thread (4|8)[, prefetch (0|1)] (default 64 8 8)")
       ->expected(3, 4);
-  cmd->callback([o] {
+  cmd->callback([o, cmd] {
     if (o->stage.empty() && !o->synthetic) throw Error("give --stage DIR or --synthetic", "ember bench ss-flow");
     o->gpu.device.profiling = true;
     gpu::Device device = gpu::Device::open(o->gpu.device);
@@ -180,6 +219,22 @@ void add_bench_ss_flow(CLI::App& bench) {
                             o->attn_geometry.size() > 3 && o->attn_geometry[3] != 0};
     mo.attention_prefetch = !o->attn_no_prefetch;
     for (const auto& spec : o->matmul_overrides) mo.matmul_overrides.insert(parse_matmul_override(spec, mo.matmul));
+    // A tuned candidate for this GPU replaces the defaults; options given here then measure
+    // something else than what `ember ss-flow` runs, so they need --no-candidate.
+    std::string options_source = "command line";
+    {
+      std::string used;
+      auto tuned = candidate_options(o->synthetic ? "" : o->stage, o->candidate, o->no_candidate, device.adapter(), &used);
+      if (used != "defaults") {
+        for (const auto* opt : cmd->get_options())
+          if (opt->count() > 0 && kTuningOptions.count(opt->get_name()))
+            throw Error(opt->get_name() + " given while " + used + " applies to this GPU", "ember bench ss-flow",
+                        "add --no-candidate to measure the options given");
+        mo = tuned;
+        options_source = used;
+      }
+    }
+    const tune::ComputePeaks peaks = tune::measure_compute_peaks(device, kernels);
     auto t_load = std::chrono::steady_clock::now();
     trellis::SsFlowModel model(kernels, *source, mo);
     const auto& c = model.config();
@@ -193,6 +248,8 @@ void add_bench_ss_flow(CLI::App& bench) {
     const auto& used = model.options();  // as fitted to the device
     auto dims = [](const kernels::QMatmulGeometry& g) { return std::vector<uint32_t>{g.wg_tokens, g.wg_rows, g.k_step}; };
     nlohmann::json j = {{"device", device.adapter().to_json()}, {"repeats", o->repeats}, {"statistic", "median"},
+                        {"options_source", options_source}, {"int8", used.int8}, {"ceilings", peaks.to_json()},
+                        {"options", trellis::options_to_json(used)},
                         {"load_s", load_s},
                         {"config", {{"tokens", c.tokens()}, {"channels", c.model_channels}, {"blocks", c.num_blocks},
                                     {"heads", c.num_heads}, {"context", ctx}}},
@@ -209,9 +266,11 @@ void add_bench_ss_flow(CLI::App& bench) {
                         {"mlp2_rows_per_thread", used.mlp2_rows_per_thread},
                         {"narrow_matmul", used.narrow_matmul ? dims(*used.narrow_matmul) : dims(used.matmul)},
                         {"matmul_overrides", o->matmul_overrides}};
-    std::string text;
+    std::string text = "options: " + options_source + (used.int8 ? "; block linears on int8" : "; f32 linears") + "\n";
     {
       char line[160];
+      snprintf(line, sizeof line, "ceilings: f32 FMA %.4f TFLOP/s, dot4I8Packed %.4f TOPS\n", peaks.fma_tflops, peaks.dot4_tops);
+      text += line;
       const auto& g = used.attention_tiled;
       if (used.attention == kernels::FlashVariant::Tiled)
         snprintf(line, sizeof line, "attention: tiled, %u queries per workgroup, %u x %u per thread%s\n", g.queries,
@@ -248,7 +307,9 @@ void add_bench_ss_flow(CLI::App& bench) {
       char line[256];
       snprintf(line, sizeof line, "forward batch %d: %.2f ms wall, %.2f ms summed kernel time (profiled), %.1f GFLOP, %.2f TFLOP/s\n",
                batch, 1e3 * ws, median(gpu_ms), flops / 1e9, flops / ws / 1e12);
-      text += line + prof.table() + "\n";
+      nlohmann::json rates;
+      text += line + prof.table() + rate_table(model, batch, prof, peaks, rates) + "\n";
+      j[key]["rates"] = rates;
     }
     if (!o->no_sample) {
       trellis::FlowSampler sampler(model);

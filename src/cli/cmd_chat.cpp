@@ -38,6 +38,7 @@ void add_chat_command(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   o->llm.add_to(*cmd);
+  o->llm.add_context_option(*cmd);
   cmd->add_option("--system", o->system, "system prompt");
   cmd->add_option("-n,--max-tokens", o->n, "tokens per reply at most")->capture_default_str();
   cmd->callback([o] {
@@ -45,6 +46,7 @@ void add_chat_command(CLI::App& app) {
     llm::Session session(o->llm.model, o->llm.session());
     const auto& tok = session.tokenizer();
     auto& model = session.model();
+    const uint32_t context = o->llm.context(model.capacity());
     bool first_turn = true, stopped = false;
     catch_interrupts();
     std::fprintf(stderr, "ember chat on %s: type a message; /reset starts over, /exit quits.\n", session.device().adapter().name().c_str());
@@ -78,12 +80,13 @@ void add_chat_command(CLI::App& app) {
         text = (stopped ? "<|im_end|>\n" : "\n") + text;
       }
       std::vector<uint32_t> ids = tok.encode(text, false);
-      if (model.position() + ids.size() + 1 >= model.capacity()) {
-        std::fprintf(stdout, "(the context is full: %u of %u positions used; /reset to start over)\n", model.position(), model.capacity());
+      if (model.position() + ids.size() + 1 >= context) {
+        std::fprintf(stdout, "(the context is full: %u of %u positions used; /reset to start over)\n", model.position(), context);
         continue;
       }
       llm::StreamingDetokenizer detok(tok, true);
-      llm::GenerateOptions go{.max_tokens = o->n, .stop_ids = session.stop_ids(), .in_flight = 1};
+      const uint32_t room = context - model.position() - static_cast<uint32_t>(ids.size());
+      llm::GenerateOptions go{.max_tokens = std::min(o->n, room), .stop_ids = session.stop_ids(), .in_flight = 1};
       auto stats = session.generator().generate(ids, o->llm.sampling, go, [&](uint32_t id) {
         std::string piece = detok.push(id);
         std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -94,7 +97,7 @@ void add_chat_command(CLI::App& app) {
       std::string tail = detok.finish();
       std::fwrite(tail.data(), 1, tail.size(), stdout);
       std::fprintf(stdout, stopped ? " [stopped]\n" : "\n");
-      std::fprintf(stderr, "[%u tokens, %.1f tok/s, %u/%u positions]\n", stats.generated, stats.decode_tok_s, model.position(), model.capacity());
+      std::fprintf(stderr, "[%u tokens, %.1f tok/s, %u/%u positions]\n", stats.generated, stats.decode_tok_s, model.position(), context);
       first_turn = false;
     }
   });

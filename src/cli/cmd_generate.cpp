@@ -4,10 +4,12 @@
 
 #include "cli/llm_options.h"
 #include "cli/token_ids.h"
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "formats/npy.h"
 #include "llm/chat_template.h"
 #include "llm/logits.h"
+#include "llm/utf8.h"
 
 namespace ember::cli {
 
@@ -15,21 +17,24 @@ void add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "generate text from a prompt on the GPU, streaming tokens as they come");
   struct Opts {
     LlmOptions llm;
-    std::string prompt, tokens_file, dump_logits;
+    std::string prompt, prompt_file, tokens_file, dump_logits;
     uint32_t n = 128;
     bool chat = false, json = false, raw = false;
     CLI::Option* prompt_option = nullptr;
   };
   auto o = std::make_shared<Opts>();
   o->llm.add_to(*cmd);
+  o->llm.add_context_option(*cmd);
   auto* prompt = cmd->add_option("--prompt,-p", o->prompt, "prompt text");
+  auto* file = cmd->add_option("-f,--file", o->prompt_file, "read the prompt text from FILE")->check(CLI::ExistingFile);
+  file->excludes(prompt);
   auto* tokens_file = cmd->add_option("--tokens-file", o->tokens_file,
                                       "the prompt as exactly these token ids, a 1-D .npy of int32, int64 or uint32 (no template, no BOS "
                                       "added: as ember logits and transformers' generate take them)");
   cmd->add_option("-n,--max-tokens", o->n, "tokens to generate at most")->capture_default_str();
   auto* chat = cmd->add_flag("--chat", o->chat, "wrap the prompt as one user turn of the chat template");
   auto* raw = cmd->add_flag("--raw", o->raw, "no special tokens added to the prompt (no BOS)");
-  tokens_file->excludes(prompt)->excludes(chat)->excludes(raw);
+  tokens_file->excludes(prompt)->excludes(file)->excludes(chat)->excludes(raw);
   o->prompt_option = prompt;
   cmd->add_flag("--json", o->json, "print one JSON object at the end (text, ids, statistics) instead of streaming");
   cmd->add_option("--dump-logits", o->dump_logits,
@@ -40,7 +45,13 @@ void add_generate_command(CLI::App& app) {
     if (!o->dump_logits.empty()) check_output(formats::npy_output(o->dump_logits, "--dump-logits"));  // before the model loads
     if (o->n < 1) throw Error("-n must be at least 1", "-n");
     const bool from_file = !o->tokens_file.empty();
-    if (!from_file && o->prompt_option->count() == 0) throw Error("no prompt", "ember generate", "give --prompt TEXT or --tokens-file IDS.npy");
+    if (!o->prompt_file.empty()) {
+      o->prompt = read_file(o->prompt_file);
+      if (size_t bad = llm::utf8::first_invalid(o->prompt); bad != std::string::npos)
+        throw Error("the prompt is not valid UTF-8 (byte " + std::to_string(bad) + ")", "-f " + o->prompt_file, "save it as UTF-8 text");
+    }
+    if (!from_file && o->prompt_option->count() == 0 && o->prompt_file.empty())
+      throw Error("no prompt", "ember generate", "give --prompt TEXT, -f FILE or --tokens-file IDS.npy");
     const std::vector<uint32_t> file_ids = from_file ? read_token_file(o->tokens_file) : std::vector<uint32_t>{};
     llm::Session session(o->llm.model, o->llm.session());
     const auto& tok = session.tokenizer();
@@ -48,15 +59,17 @@ void add_generate_command(CLI::App& app) {
                                    : o->chat ? llm::encode_lfm2_chat(tok, {{"user", o->prompt}}, true)
                                              : tok.encode(o->prompt, !o->raw);
     if (from_file) llm::check_token_ids(session.model(), prompt, "--tokens-file " + o->tokens_file);
-    if (prompt.size() >= session.model().capacity())
-      throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens but the model holds " +
-                      std::to_string(session.model().capacity()) + " positions (maxTotalPositions)",
-                  from_file ? "--tokens-file " + o->tokens_file : "--prompt", "shorten the prompt");
+    const uint32_t context = o->llm.context(session.model().capacity());
+    if (prompt.size() >= context)
+      throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens but the context holds " + std::to_string(context) +
+                      " positions (-c, at most maxTotalPositions)",
+                  from_file ? "--tokens-file " + o->tokens_file : !o->prompt_file.empty() ? "-f " + o->prompt_file : "--prompt",
+                  "shorten the prompt");
     llm::StreamingDetokenizer detok(tok, /*skip_special_tokens=*/true);
     std::vector<uint32_t> ids;
     std::string text;
     llm::GenerateOptions go;
-    go.max_tokens = o->n;
+    go.max_tokens = std::min<uint32_t>(o->n, context - static_cast<uint32_t>(prompt.size()));
     go.stop_ids = session.stop_ids();
     std::unique_ptr<formats::NpyRowWriter> dump;
     if (!o->dump_logits.empty()) {

@@ -129,7 +129,7 @@ void add_ss_flow_command(CLI::App& app) {
       cond.assign(both.begin(), both.begin() + std::ptrdiff_t(half));
       neg.assign(both.begin() + std::ptrdiff_t(half), both.end());
     }
-    trellis::SsFlowModel model(kernels, *source, {});
+    trellis::SsFlowModel model(kernels, *source, o->source.options_for(device.adapter()));
     trellis::FlowSampler sampler(model);
     const double setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     double steps_s = 0;

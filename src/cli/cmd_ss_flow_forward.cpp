@@ -88,7 +88,7 @@ void add_ss_flow_forward_command(CLI::App& app) {
     auto source = o->source.take_tensors();
     gpu::Device device = gpu::Device::open(o->gpu.device);
     gpu::KernelCache kernels(device);
-    trellis::SsFlowModel model(kernels, *source, {});
+    trellis::SsFlowModel model(kernels, *source, o->source.options_for(device.adapter()));
     // The engine runs batch 1 or 2 (a conditional and an unconditional row); larger batches go
     // through in pairs.
     std::vector<float> v;

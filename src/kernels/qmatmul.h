@@ -30,6 +30,10 @@ struct QMatmulGeometry {
   // rows_per_thread k_step / (4 wg_tokens)), the plain loads elsewhere.
   bool prefetch = true;
   uint32_t rows_per_thread = 8;  // 8 or 16 (more FMAs per workgroup-memory load, twice the accumulators)
+  // The int8 path (qmatmul_i8.wgsl): X quantized per token and 64-column group first, then packed
+  // int8 dot products against the weights as stored (adapters with the WGSL language feature
+  // packed_4x8_integer_dot_product). k_step, vec4 and prefetch do not apply to it.
+  bool int8 = false;
   bool operator==(const QMatmulGeometry&) const = default;
 };
 
@@ -48,15 +52,21 @@ struct QMatmulArgs {
   QMatmulGeometry geometry{};
   // geometry.k_splits > 1: f32 scratch of at least qmatmul_split_floats(...) floats.
   const gpu::Buffer* split_partials = nullptr;
+  // geometry.int8: scratch of at least qmatmul_quant_bytes(...) bytes for the quantized X.
+  const gpu::Buffer* x_quant = nullptr;
 };
 
-// One dispatch; geometry.k_splits must be 1.
+// One dispatch; geometry.k_splits must be 1 and geometry.int8 false.
 Dispatch qmatmul(gpu::KernelCache& kernels, const QMatmulArgs& args, const std::string& region = "");
 
-// One dispatch, or with k_splits > 1 two: the partial products, then `region + ".sum"`.
+// One dispatch, or with k_splits > 1 two: the partial products, then `region + ".sum"`. With
+// geometry.int8 the quantization of X comes first, as `region + ".quant"`.
 std::vector<Dispatch> qmatmul_dispatches(gpu::KernelCache& kernels, const QMatmulArgs& args, const std::string& region = "");
 
 // Floats of split_partials that a split-K product of `tokens` tokens by `w` needs.
 uint64_t qmatmul_split_floats(const QuantizedMatrix& w, uint32_t tokens, uint32_t k_splits);
+
+// Bytes of x_quant that the int8 path needs for `tokens` tokens by `w` (int8 X plus f32 scales).
+uint64_t qmatmul_quant_bytes(const QuantizedMatrix& w, uint32_t tokens);
 
 }  // namespace ember::kernels

@@ -312,6 +312,15 @@ void Lfm2Model::reset() {
   pick_embedded_ = false;
 }
 
+void Lfm2Model::set_position(uint32_t n) {
+  if (n == 0) return reset();
+  if (n > capacity_)
+    throw Error("position " + std::to_string(n) + " is beyond the context (" + std::to_string(capacity_) + " positions)", "set_position");
+  position_ = n;
+  step_next_.reset();  // the next decode writes its step parameters
+  pick_embedded_ = false;
+}
+
 void Lfm2Model::upload_step(uint32_t start, uint32_t rows) {
   kernels::upload_step(device_, step_, kernels::StepParams{.start = start, .rows = rows, .decode_step = decode_steps_});
   step_next_ = start + rows;
@@ -344,7 +353,8 @@ void Lfm2Model::record_layers(gpu::Recorder& rec, uint32_t T, const Chunk* chunk
   if (clear_state_) {
     for (size_t i = 0; i < layers_.size(); i++) {
       const gpu::Binding state = conv_state(i);
-      if (*state.buffer) rec.clear(*state.buffer, state.offset, state.size);
+      // Only a sequence that starts at position 0 starts from zero states (set_position keeps them).
+      if (*state.buffer && position_ == 0) rec.clear(*state.buffer, state.offset, state.size);
       // The residual MLP's tagged words and stage counters start over with decode_steps_ (a step
       // recorded without it, as the profile's leave-one-out does, leaves its counters behind).
       // The shared status word stays (a wait that gave up is reported until the model is

@@ -73,6 +73,10 @@ class Lfm2Model {
   // Starts a new sequence: position 0, conv states and the residual MLP's hand-over words zeroed
   // (at the next step).
   void reset();
+  // Continues the sequence from position n (0 = reset()): its caches must hold the KV of
+  // positions [0, n) and the conv states after position n - 1, kept from earlier or copied into
+  // its slot (the server's prompt reuse and n > 1). The conv states are left as they are.
+  void set_position(uint32_t n);
 
   // Runs `ids` from the current position (chunked, one submit per chunk); the logits of the last
   // one are then in logits(). Also stores the ids in tokens(). Does not wait for the GPU.

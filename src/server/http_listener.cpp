@@ -81,8 +81,11 @@ bool HttpResponder::write_all(const std::string& bytes) {
 
 std::string HttpResponder::head(int status, const std::string& content_type, Headers extra, const std::string& framing) {
   status_ = status;
-  extra.insert(extra.begin(), {"Content-Type", content_type});
-  extra.emplace_back(framing.empty() ? "Transfer-Encoding" : "Content-Length", framing.empty() ? "chunked" : framing);
+  extra.insert(extra.end(), common_.begin(), common_.end());
+  if (status != 204) {  // a 204 has no body, so neither its type nor its length (RFC 9110)
+    extra.insert(extra.begin(), {"Content-Type", content_type});
+    extra.emplace_back(framing.empty() ? "Transfer-Encoding" : "Content-Length", framing.empty() ? "chunked" : framing);
+  }
   extra.emplace_back("Connection", keep_alive_ ? "keep-alive" : "close");
   return response_head(status, extra);
 }

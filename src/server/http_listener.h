@@ -51,6 +51,8 @@ class HttpResponder {
   HttpResponder(int fd, bool keep_alive, std::chrono::milliseconds write_timeout)
       : fd_(fd), keep_alive_(keep_alive), write_timeout_(write_timeout) {}
 
+  // Headers every response of this request carries (CORS), set before it is answered.
+  void add_header(std::string name, std::string value) { common_.emplace_back(std::move(name), std::move(value)); }
   bool send(int status, const std::string& content_type, const std::string& body, Headers extra = {});
   // A streamed response (chunked): begin, any number of writes, end.
   bool begin_stream(int status, const std::string& content_type, Headers extra = {});
@@ -76,6 +78,7 @@ class HttpResponder {
   bool keep_alive_, failed_ = false;
   std::chrono::milliseconds write_timeout_;
   int status_ = 0;
+  Headers common_;
 };
 
 class HttpListener {

@@ -229,6 +229,7 @@ const char* reason_phrase(int status) {
   switch (status) {
     case 100: return "Continue";
     case 200: return "OK";
+    case 204: return "No Content";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 404: return "Not Found";

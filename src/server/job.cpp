@@ -14,6 +14,7 @@ Job::Job(JobRequest request, const llm::Tokenizer& tokenizer, std::vector<uint32
 bool Job::accept(uint32_t id) {
   if (generated_ == 0) first_token_ = Clock::now();
   generated_++;
+  ids_.push_back(id);
   if (std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end()) {
     stopped_ = true;
     pending_logprobs_.reset();  // OpenAI lists no entry for the end of generation

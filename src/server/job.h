@@ -32,6 +32,7 @@ struct JobRequest {
   std::vector<std::pair<uint32_t, float>> logit_bias;  // (token id, bias in [-100, 100])
   bool logprobs = false;                               // report each sampled token's logprob
   uint32_t top_logprobs = 0;                           // and the best N alternatives (0..20)
+  uint32_t choice = 0;             // index among the n choices of one request (Scheduler::submit)
 };
 
 enum class Finish { None, Stop, Length, Cancelled, Error };
@@ -52,6 +53,8 @@ class Job {
   void complete();
   void fail(const std::string& message);
   bool cancelled() const { return cancelled_.load(); }
+  // Prompt positions taken from the slot's caches instead of prefilled (set at admission).
+  void set_cached_tokens(uint32_t n) { cached_tokens_.store(n); }
 
   // --- client thread ---
   void cancel() { cancelled_.store(true); }
@@ -70,6 +73,9 @@ class Job {
 
   // Timing and count for the metrics (scheduler thread, once done).
   uint32_t generated() const { return generated_; }
+  uint32_t cached_tokens() const { return cached_tokens_.load(); }
+  // The generated ids, stop id included (scheduler thread; others once wait() said done).
+  const std::vector<uint32_t>& ids() const { return ids_; }
   double ttft_seconds() const;
   double decode_tokens_per_second() const;
 
@@ -81,8 +87,10 @@ class Job {
   llm::StreamingDetokenizer detok_;
   StopMatcher stop_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<uint32_t> cached_tokens_{0};
   bool stopped_ = false;  // scheduler side: hit a stop id or string
-  uint32_t generated_ = 0;
+  std::atomic<uint32_t> generated_{0};  // read by /slots while the scheduler writes it
+  std::vector<uint32_t> ids_;
   std::optional<kernels::TopLogprobs> pending_logprobs_;
   std::vector<kernels::TopLogprobs> accepted_logprobs_;  // not yet published
   Clock::time_point created_ = Clock::now(), first_token_{}, finished_{};

@@ -19,9 +19,10 @@ class LogprobsWriter {
  public:
   LogprobsWriter(const llm::Tokenizer& tokenizer, bool chat) : tokenizer_(tokenizer), chat_(chat) {}
   nlohmann::json format(const std::vector<kernels::TopLogprobs>& entries);
-  // Puts format(entries) into choices[0].logprobs of a response or chunk.
-  void attach(nlohmann::json& response, const std::vector<kernels::TopLogprobs>& entries) {
-    response["choices"][0]["logprobs"] = format(entries);
+  // Puts format(entries) into choices[choice].logprobs of a response or chunk (a chunk has one
+  // choice, its index inside). One writer per choice: its text offsets are that choice's.
+  void attach(nlohmann::json& response, const std::vector<kernels::TopLogprobs>& entries, size_t choice = 0) {
+    response["choices"][choice]["logprobs"] = format(entries);
   }
 
  private:

@@ -98,4 +98,13 @@ std::string Metrics::render(uint32_t queued, uint32_t active, uint32_t slots, ui
   return out;
 }
 
+std::string Metrics::render_prompt_cache(uint64_t prefilled, uint64_t cached) {
+  return "# HELP ember_prefill_tokens_total Prompt positions prefilled (the n choices of a request count once).\n"
+         "# TYPE ember_prefill_tokens_total counter\n"
+         "ember_prefill_tokens_total " + std::to_string(prefilled) + "\n"
+         "# HELP ember_prompt_cached_tokens_total Prompt positions taken from a slot's caches instead of prefilled.\n"
+         "# TYPE ember_prompt_cached_tokens_total counter\n"
+         "ember_prompt_cached_tokens_total " + std::to_string(cached) + "\n";
+}
+
 }  // namespace ember::server

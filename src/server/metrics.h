@@ -37,6 +37,8 @@ class Metrics {
   void generation(uint32_t prompt_tokens, uint32_t completion_tokens, double ttft_s, double tokens_per_s);
   // `queued`, `active`, `slots`: the scheduler's state now.
   std::string render(uint32_t queued, uint32_t active, uint32_t slots, uint64_t steps, uint64_t batched_rows, size_t open_connections) const;
+  // The scheduler's prompt counters: positions prefilled, and positions slot caches gave instead.
+  static std::string render_prompt_cache(uint64_t prefilled, uint64_t cached);
 
  private:
   mutable std::mutex mutex_;

@@ -10,7 +10,10 @@ namespace {
 using json = nlohmann::json;
 
 json usage_json(const Usage& u) {
-  return {{"prompt_tokens", u.prompt_tokens}, {"completion_tokens", u.completion_tokens}, {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
 json envelope(const ResponseMeta& m, const char* object) {
@@ -30,18 +33,25 @@ ResponseMeta new_meta(bool chat, const std::string& model) {
 }
 
 json full_response(const ResponseMeta& meta, const std::string& text, Finish finish, const Usage& usage) {
+  return full_response(meta, std::vector<Choice>{{text, finish}}, usage);
+}
+
+json full_response(const ResponseMeta& meta, const std::vector<Choice>& choices, const Usage& usage) {
   json j = envelope(meta, meta.chat ? "chat.completion" : "text_completion");
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason(finish)}};
-  if (meta.chat) choice["message"] = {{"role", "assistant"}, {"content", text}, {"refusal", nullptr}};
-  else choice["text"] = text;
-  j["choices"] = json::array({choice});
+  j["choices"] = json::array();
+  for (size_t i = 0; i < choices.size(); i++) {
+    json choice = {{"index", i}, {"logprobs", nullptr}, {"finish_reason", finish_reason(choices[i].finish)}};
+    if (meta.chat) choice["message"] = {{"role", "assistant"}, {"content", choices[i].text}, {"refusal", nullptr}};
+    else choice["text"] = choices[i].text;
+    j["choices"].push_back(choice);
+  }
   j["usage"] = usage_json(usage);
   return j;
 }
 
-json stream_chunk(const ResponseMeta& meta, const std::string& text, std::optional<Finish> finish, bool with_role) {
+json stream_chunk(const ResponseMeta& meta, const std::string& text, std::optional<Finish> finish, bool with_role, uint32_t index) {
   json j = envelope(meta, meta.chat ? "chat.completion.chunk" : "text_completion");
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish ? json(finish_reason(*finish)) : json(nullptr)}};
+  json choice = {{"index", index}, {"logprobs", nullptr}, {"finish_reason", finish ? json(finish_reason(*finish)) : json(nullptr)}};
   if (meta.chat) {
     json delta = json::object();
     if (with_role) delta["role"] = "assistant";

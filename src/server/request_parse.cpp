@@ -75,7 +75,6 @@ void require_neutral(const json& obj) {
   auto unsupported = [](const std::string& name, const std::string& what) {
     throw ApiError::bad_request("'" + name + "' " + what + " is not supported by this server", name, "unsupported_parameter");
   };
-  if (auto n = integer(obj, "n", 1, 128); n && *n != 1) unsupported("n", "other than 1");
   if (auto n = integer(obj, "best_of", 1, 128); n && *n != 1) unsupported("best_of", "other than 1");
   if (auto e = boolean(obj, "echo"); e && *e) unsupported("echo", "true");
   if (const json* v = field(obj, "suffix"); v && !(v->is_string() && v->get<std::string>().empty())) unsupported("suffix", "");
@@ -108,6 +107,7 @@ void common_fields(const json& obj, ParsedRequest& r, const ParseLimits& limits)
     r.model = m->get<std::string>();
   }
   r.stream = boolean(obj, "stream").value_or(false);
+  r.n = static_cast<uint32_t>(integer(obj, "n", 1, 128).value_or(1));  // the scheduler bounds it by its slots
   if (const json* so = field(obj, "stream_options")) {
     if (!so->is_object()) wrong_type("stream_options", "an object", *so);
     refuse_unknown(*so, {"include_usage"}, " in 'stream_options'");

@@ -39,6 +39,8 @@ Scheduler::Scheduler(llm::Session& session, const SchedulerOptions& options) : s
       s.model = s.owned.get();
     }
     s.params = device.create_storage(sizeof(kernels::SamplerParams), "slot.sampler.params");
+    s.cache = std::make_unique<SlotCache>(*s.model, options.snapshot_interval);
+    info_.push_back({.id = i, .n_ctx = capacity_});
     s.groups = sampler_->bind({&s.model->logits()}, {&s.model->tokens()}, {&s.params});
   }
   if (options.parallel > 1 && pooled && llm::Lfm2BatchDecoder::unsupported(base).empty()) {
@@ -55,24 +57,36 @@ Scheduler::Scheduler(llm::Session& session, const SchedulerOptions& options) : s
     s.controls = std::make_unique<RowControls>(*controls_, device, gpu::Binding{&s.model->logits()}, batch_ ? &row : nullptr,
                                                gpu::Binding{&s.model->tokens()});
   }
+  copy_staging_ = device.create_storage(kCopyStaging, "slots.copy_staging");
   readback_ = std::make_unique<gpu::ReadbackRing>(device, uint64_t(options.parallel) * (4 + kernels::Logprobs::kOutBytes), 2, "slots.readback");
   thread_ = std::thread([this] { run(); });
 }
 
 Scheduler::~Scheduler() { shutdown(std::chrono::milliseconds(0)); }
 
-std::shared_ptr<Job> Scheduler::submit(JobRequest request) {
-  auto job = std::make_shared<Job>(std::move(request), session_.tokenizer(), session_.stop_ids());
+std::vector<std::shared_ptr<Job>> Scheduler::submit(JobRequest request, uint32_t n) {
+  if (n == 0 || n > options_.parallel)
+    throw ApiError::bad_request("'n' = " + std::to_string(n) + " choices need as many sequence slots, and this server has " +
+                                    std::to_string(options_.parallel) + " (--parallel): ask for 1 to " + std::to_string(options_.parallel),
+                                "n");
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (uint32_t i = 0; i < n; i++) {
+    JobRequest r = request;
+    r.choice = i;
+    r.sampling.seed = request.sampling.seed + i;  // wraps: choice i samples as a request with that seed
+    jobs.push_back(std::make_shared<Job>(std::move(r), session_.tokenizer(), session_.stop_ids()));
+  }
   {
     std::lock_guard lock(mutex_);
     if (!accepting_) throw ApiError::busy("the server is shutting down");
-    if (active_ + waiting_.size() >= options_.parallel + options_.queue)
+    if (active_ + waiting_jobs_ + n > options_.parallel + options_.queue)
       throw ApiError::busy("all " + std::to_string(options_.parallel) + " sequence slots and " + std::to_string(options_.queue) +
                            " queue places are taken; retry later");
-    waiting_.push_back(job);
+    waiting_.push_back(jobs);
+    waiting_jobs_ += n;
   }
   cv_.notify_all();
-  return job;
+  return jobs;
 }
 
 void Scheduler::shutdown(std::chrono::milliseconds grace) {
@@ -102,14 +116,41 @@ uint64_t Scheduler::batched_rows() const {
   std::lock_guard lock(mutex_);
   return batched_rows_;
 }
+uint64_t Scheduler::prefilled_tokens() const {
+  std::lock_guard lock(mutex_);
+  return prefilled_;
+}
+uint64_t Scheduler::cached_tokens() const {
+  std::lock_guard lock(mutex_);
+  return cached_;
+}
+std::vector<SlotInfo> Scheduler::slot_info() const {
+  std::lock_guard lock(mutex_);
+  return info_;
+}
+
+// Under the lock (the caller holds it).
+void Scheduler::update_info(const Slot& slot, bool busy, uint32_t reused) {
+  SlotInfo& i = info_[static_cast<size_t>(&slot - slots_.data())];
+  i.busy = busy;
+  i.job = busy ? slot.job : nullptr;
+  i.cached_tokens = slot.cache->cached(*slot.model);
+  if (busy) {
+    i.reused_tokens = reused;
+    i.prompt = slot.job->request().prompt;
+  }
+}
 
 void Scheduler::end(Slot& slot, const std::string* error) {
-  std::shared_ptr<Job> job = std::move(slot.job);
+  std::shared_ptr<Job> job;
   {
     // The slot is free before the client hears the answer: a client that sends its next
-    // request as soon as this one ends must find room, not a spurious 503.
+    // request as soon as this one ends must find room, not a spurious 503. (Under the lock:
+    // slot_info reads slot.job.)
     std::lock_guard lock(mutex_);
+    job = std::move(slot.job);
     active_--;
+    update_info(slot, false, 0);
   }
   if (error) job->fail(*error);
   else job->complete();
@@ -117,18 +158,88 @@ void Scheduler::end(Slot& slot, const std::string* error) {
   cv_.notify_all();  // shutdown() waits for active_ == 0
 }
 
-// Moves waiting jobs into free slots (under the lock); the caller prefills them.
-void Scheduler::admit(std::vector<Slot*>& joined) {
+// Moves waiting requests into free slots, first come first served (a request for n choices
+// waits until n slots are free, and those behind it wait with it); the caller prefills them.
+// The first slot of a request is the free one that can reuse the most of its prompt, else the
+// least recently used; its other choices take the least recently used of the rest (their caches
+// are the least likely to be asked for again).
+void Scheduler::admit(std::vector<std::vector<Slot*>>& joined) {
   std::lock_guard lock(mutex_);
-  for (auto& s : slots_) {
-    if (cancel_all_ && s.job) s.job->cancel();
-    if (s.job || waiting_.empty()) continue;
-    s.job = waiting_.front();
+  if (cancel_all_)
+    for (auto& s : slots_)
+      if (s.job) s.job->cancel();
+  while (!waiting_.empty()) {
+    std::vector<std::shared_ptr<Job>>& jobs = waiting_.front();
+    std::vector<Slot*> free;
+    for (auto& s : slots_)
+      if (!s.job) free.push_back(&s);
+    if (free.size() < jobs.size()) break;
+    std::sort(free.begin(), free.end(), [](const Slot* a, const Slot* b) { return a->last_used < b->last_used; });
+    const auto& prompt = jobs.front()->request().prompt;
+    size_t best = 0;
+    uint32_t most = 0;
+    for (size_t i = 0; i < free.size(); i++) {
+      const uint32_t r = free[i]->cache->reuse_point(*free[i]->model, prompt);
+      if (r > most) most = r, best = i;
+    }
+    std::rotate(free.begin(), free.begin() + static_cast<std::ptrdiff_t>(best), free.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+    std::vector<Slot*> group;
+    for (size_t i = 0; i < jobs.size(); i++) {
+      Slot& s = *free[i];
+      s.job = jobs[i];
+      if (cancel_all_) s.job->cancel();
+      s.steps = s.submitted = 0;
+      s.last_used = ++admissions_;
+      active_++;
+      group.push_back(&s);
+    }
+    waiting_jobs_ -= static_cast<uint32_t>(jobs.size());
     waiting_.pop_front();
-    if (cancel_all_) s.job->cancel();
-    s.steps = s.submitted = 0;
-    active_++;
-    joined.push_back(&s);
+    joined.push_back(std::move(group));
+  }
+}
+
+void Scheduler::start(const std::vector<Slot*>& group) {
+  bool cancelled = false;
+  for (Slot* s : group) cancelled |= s->job->cancelled();
+  if (cancelled) {  // one client asked for all of them: none goes on
+    for (Slot* s : group) {
+      s->job->cancel();
+      end(*s);
+    }
+    return;
+  }
+  Slot& first = *group.front();
+  const auto& prompt = first.job->request().prompt;
+  try {
+    // Each choice follows its own grammar state: every slot of the group starts its own matcher.
+    for (Slot* s : group) s->controls->start(s->job->request());
+  } catch (const std::exception& e) {
+    const std::string error = std::string("the grammar does not parse: ") + e.what();
+    for (Slot* s : group) end(*s, &error);  // its caches are untouched: they stay reusable
+    return;
+  }
+  try {
+    const uint32_t reused = first.cache->start(*first.model, prompt);
+    if (group.size() > 1) {
+      gpu::Recorder rec(session_.device());
+      for (size_t i = 1; i < group.size(); i++)
+        group[i]->cache->copy_from(*first.cache, *first.model, *group[i]->model, rec, copy_staging_);
+      rec.submit();
+    }
+    std::lock_guard lock(mutex_);
+    prefilled_ += prompt.size() - reused;
+    cached_ += reused;
+    for (Slot* s : group) {
+      s->job->set_cached_tokens(reused);
+      update_info(*s, true, reused);
+    }
+  } catch (const std::exception& e) {
+    const std::string error = std::string("prefill failed: ") + e.what();
+    for (Slot* s : group) {
+      s->cache->clear();  // what its caches hold is unknown
+      end(*s, &error);
+    }
   }
 }
 
@@ -148,28 +259,9 @@ void Scheduler::run() {
       }
       return;
     }
-    std::vector<Slot*> joined;
+    std::vector<std::vector<Slot*>> joined;
     admit(joined);
-    for (Slot* s : joined) {
-      if (s->job->cancelled()) {
-        end(*s);
-        continue;
-      }
-      try {
-        s->controls->start(s->job->request());
-      } catch (const std::exception& e) {
-        const std::string error = std::string("the grammar does not parse: ") + e.what();
-        end(*s, &error);
-        continue;
-      }
-      try {
-        s->model->reset();  // nothing of the slot's previous request survives
-        s->model->prefill(s->job->request().prompt);
-      } catch (const std::exception& e) {
-        const std::string error = std::string("prefill failed: ") + e.what();
-        end(*s, &error);
-      }
-    }
+    for (const auto& group : joined) start(group);
     for (auto& s : slots_)  // a client gone between steps frees its slot now
       if (s.job && s.job->cancelled()) end(s);
     try {
@@ -182,8 +274,10 @@ void Scheduler::run() {
       in_flight_.reset();
       readback_->release_all();
       const std::string error = std::string("generation failed: ") + e.what();
-      for (auto& s : slots_)
+      for (auto& s : slots_) {
+        s.cache->clear();  // a failed step may have written any slot's caches
         if (s.job) end(s, &error);
+      }
     }
   }
 }
@@ -296,6 +390,7 @@ void Scheduler::finish_in_flight(bool discard) {
       end(*s, &error);
       continue;
     }
+    s->cache->accept(id);
     const bool go_on = job->accept(id);
     if (!go_on || !may_sample_more(job->request(), s->steps)) end(*s);
   }

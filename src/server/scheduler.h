@@ -8,6 +8,12 @@
 // the samples (docs/structured-output.md). Requests join (prefill) and leave (stop, length,
 // cancel) between steps. Beyond the slots a bounded queue waits; beyond the queue, submit()
 // refuses with 503.
+//
+// A slot keeps its caches after its request (slot_cache.h): a new request goes to the free slot
+// whose history shares the longest reusable prefix with its prompt (else the least recently
+// used one) and prefills only the rest. A request for n choices takes n slots at once: one
+// prefills the prompt, the others copy its caches on the GPU, and each then samples and stops on
+// its own (docs/server-slots.md).
 #pragma once
 
 #include <chrono>
@@ -26,12 +32,25 @@
 #include "llm/session.h"
 #include "server/job.h"
 #include "server/row_controls.h"
+#include "server/slot_cache.h"
 
 namespace ember::server {
 
 struct SchedulerOptions {
   uint32_t parallel = 4;  // sequence slots
   uint32_t queue = 16;    // requests that may wait for a slot
+  uint32_t snapshot_interval = 256;  // prompt positions between two conv-state snapshots (prompt reuse)
+};
+
+// A slot as /slots and tests see it (a copy; the scheduler thread keeps it current).
+struct SlotInfo {
+  uint32_t id = 0;
+  bool busy = false;            // a request is generating in it
+  uint32_t n_ctx = 0;           // positions it holds
+  uint32_t cached_tokens = 0;   // ids of its history whose caches it keeps (when its request started or ended)
+  uint32_t reused_tokens = 0;   // prompt positions its current (or last) request took from the caches
+  std::vector<uint32_t> prompt; // the prompt of its current (or last) request
+  std::shared_ptr<const Job> job;  // the request it runs; null when idle
 };
 
 class Scheduler {
@@ -41,9 +60,12 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues a request; throws ApiError (503) when every slot and queue place is taken or the
-  // server is shutting down.
-  std::shared_ptr<Job> submit(JobRequest request);
+  // Queues a request for `n` choices: n jobs with choice 0..n-1, seeded seed, seed + 1, ... (each
+  // samples as a request of its own with that seed would). Throws ApiError: 400 naming `n` when n
+  // is 0 or exceeds the slots (the request waits until n slots are free at once), 503 when every
+  // slot and queue place is taken or the server is shutting down.
+  std::vector<std::shared_ptr<Job>> submit(JobRequest request, uint32_t n);
+  std::shared_ptr<Job> submit(JobRequest request) { return submit(std::move(request), 1).front(); }
 
   // Stops admitting new requests, lets accepted ones finish for up to `grace`, then cancels the
   // rest and stops the thread.
@@ -58,6 +80,9 @@ class Scheduler {
   uint32_t queued() const;
   uint64_t steps() const;
   uint64_t batched_rows() const;  // sequence decodes run by the batched decoder
+  uint64_t prefilled_tokens() const;  // prompt positions prefilled (a request's n choices count once)
+  uint64_t cached_tokens() const;     // prompt positions taken from slot caches instead
+  std::vector<SlotInfo> slot_info() const;
 
  private:
   struct Slot {
@@ -70,6 +95,8 @@ class Scheduler {
     std::shared_ptr<Job> job;
     uint32_t steps = 0;      // ids of the current job read back and accepted
     uint32_t submitted = 0;  // ids of the current job sampled on the GPU (steps, plus the step in flight)
+    std::unique_ptr<SlotCache> cache;
+    uint64_t last_used = 0;  // admission order, for the least recently used choice
   };
   // A submitted step whose ids are not read yet: each row's slot and the job it sampled for (a
   // slot that ended or got a new job meanwhile ignores its id).
@@ -80,7 +107,12 @@ class Scheduler {
   };
 
   void run();
-  void admit(std::vector<Slot*>& joined);
+  // Moves waiting requests into free slots: per request its slots, the one that prefills first.
+  void admit(std::vector<std::vector<Slot*>>& joined);
+  // Prefills the request of `group` in its first slot (reusing its caches) and copies the result
+  // into the others.
+  void start(const std::vector<Slot*>& group);
+  void update_info(const Slot& slot, bool busy, uint32_t reused);
   // Submits the next step of every slot that may go on, then reads back the previous step's ids
   // (so the GPU works on one step while the CPU handles the last): a stop costs at most the
   // one token in flight, which is discarded.
@@ -100,6 +132,9 @@ class Scheduler {
   std::unique_ptr<RowControlsContext> controls_;
   std::vector<Slot> slots_;
   std::unique_ptr<llm::Lfm2BatchDecoder> batch_;  // row i = slot i; null where the shapes do not allow it
+  // n > 1 copies one slot's caches into others of the same buffers through this, a piece at a time.
+  static constexpr uint64_t kCopyStaging = uint64_t{4} << 20;
+  gpu::Buffer copy_staging_;
   // Two slots, alternating: one in flight, one being read. A slot holds each slot's id (then each
   // slot's logprobs, Logprobs::kOutBytes, after all the ids); the ring
   // checks the status words of the step's kernels (the sampler's, each decode's) with them.
@@ -109,9 +144,10 @@ class Scheduler {
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  std::deque<std::shared_ptr<Job>> waiting_;
-  uint32_t active_ = 0;
-  uint64_t steps_ = 0, batched_rows_ = 0;
+  std::deque<std::vector<std::shared_ptr<Job>>> waiting_;  // per request its choices
+  uint32_t active_ = 0, waiting_jobs_ = 0;
+  uint64_t steps_ = 0, batched_rows_ = 0, prefilled_ = 0, cached_ = 0, admissions_ = 0;
+  std::vector<SlotInfo> info_;
   bool accepting_ = true, cancel_all_ = false, stop_ = false;
   std::thread thread_;
 };

@@ -29,6 +29,7 @@ struct SsFlowModel::Weights {
 struct SsFlowModel::Buffers {
   gpu::Buffer x, tfreq, temb_a, temb, mods, h, hn, qkv, att, mlp, out, ctx;
   gpu::Buffer split_partials;  // split-K partial products (mlp.2, and the C x C matmuls), one at a time
+  gpu::Buffer x_quant;         // the int8 path's quantized activations, one matmul at a time
   std::vector<gpu::Buffer> kv;  // per block: cross-attention k|v of the context [2][ctx][2C]
   std::vector<kernels::Dispatch> context_graph;
 };
@@ -57,21 +58,7 @@ SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const
     : kernels_(kernels), options_(options), config_(ss_flow_config_of(s)), w_(std::make_unique<Weights>()),
       b_(std::make_unique<Buffers>()) {
   const gpu::Device& d = kernels.device();
-  using kernels::FlashVariant;
-  if (!d.has_subgroups()) options_.subgroups = false;
-  // A lane quad (oct: octet; tiled: a row group of 8 lanes) must sit inside one subgroup.
-  if ((options_.attention == FlashVariant::Tiled || options_.attention == FlashVariant::Oct) &&
-      (!d.has_subgroups() || d.subgroup_size() % 8 != 0))
-    options_.attention = FlashVariant::Quad;
-  if (options_.attention == FlashVariant::Quad && (!d.has_subgroups() || d.subgroup_size() % 4 != 0))
-    options_.attention = FlashVariant::Plain;
-  if (!kernels::tile_prefetch_fits(options_.attention_queries, options_.attention_keys)) options_.attention_prefetch = false;
-  if (options_.attention == FlashVariant::Tiled) {
-    auto& g = options_.attention_tiled;
-    const uint32_t limit = d.limits().maxComputeWorkgroupStorageSize, head_dim = uint32_t(config_.model_channels / config_.num_heads);
-    if (kernels::flash_tiled_workgroup_bytes(g, head_dim) > limit) g.keys_per_thread = 4;
-    while (kernels::flash_tiled_workgroup_bytes(g, head_dim) > limit && g.queries > g.queries_per_thread) g.queries /= 2;
-  }
+  fit_options();
   w_->t0 = linear(d, s, "t_embedder.mlp.0");
   w_->t2 = linear(d, s, "t_embedder.mlp.2");
   w_->input = linear(d, s, "input_layer");
@@ -109,17 +96,67 @@ SsFlowModel::SsFlowModel(gpu::KernelCache& kernels, const TensorSource& s, const
   b_->att = buf(B * N * C, "attention");
   b_->mlp = buf(B * N * uint64_t(config_.mlp_channels()), "mlp hidden");
   b_->out = buf(B * N * uint64_t(config_.out_channels), "output");
-  if (!w_->blocks.empty()) {
-    const auto& w0 = w_->blocks.front();
-    uint64_t floats = std::max({kernels::qmatmul_split_floats(w0.mlp2, uint32_t(B * N), mlp2_splits(2)),
-                                kernels::qmatmul_split_floats(w0.mlp2, uint32_t(N), mlp2_splits(1)),
-                                kernels::qmatmul_split_floats(w0.self_out, uint32_t(B * N), options_.square_k_splits),
-                                small_output_split_floats(w_->ada, B), small_output_split_floats(w_->t0, B),
-                                small_output_split_floats(w_->t2, B), small_output_split_floats(w_->out, uint32_t(B * N)),
-                                kernels::flash_partials_floats(self_attention_args(1))});
-    for (const auto& [region, g] : options_.matmul_overrides)  // a bound: the widest matrix (mlp.0) at batch 2
-      floats = std::max(floats, kernels::qmatmul_split_floats(w0.mlp0, uint32_t(B * N), g.k_splits));
-    if (floats) b_->split_partials = buf(floats, "split-K partials");
+  allocate_scratch();
+}
+
+void SsFlowModel::fit_options() {
+  const gpu::Device& d = kernels_.device();
+  using kernels::FlashVariant;
+  if (!d.has_subgroups()) options_.subgroups = false;
+  // A lane quad (oct: octet; tiled: a row group of 8 lanes) must sit inside one subgroup.
+  if ((options_.attention == FlashVariant::Tiled || options_.attention == FlashVariant::Oct) &&
+      (!d.has_subgroups() || d.subgroup_size() % 8 != 0))
+    options_.attention = FlashVariant::Quad;
+  if (options_.attention == FlashVariant::Quad && (!d.has_subgroups() || d.subgroup_size() % 4 != 0))
+    options_.attention = FlashVariant::Plain;
+  if (!kernels::tile_prefetch_fits(options_.attention_queries, options_.attention_keys)) options_.attention_prefetch = false;
+  if (options_.attention == FlashVariant::Tiled) {
+    auto& g = options_.attention_tiled;
+    const uint32_t limit = d.limits().maxComputeWorkgroupStorageSize, head_dim = uint32_t(config_.model_channels / config_.num_heads);
+    if (kernels::flash_tiled_workgroup_bytes(g, head_dim) > limit) g.keys_per_thread = 4;
+    while (kernels::flash_tiled_workgroup_bytes(g, head_dim) > limit && g.queries > g.queries_per_thread) g.queries /= 2;
+  }
+  // The int8 path needs the WGSL language feature; without it every matmul runs the f32 one.
+  if (!d.adapter().dot4_i8_packed) {
+    options_.int8 = false;
+    for (auto& [region, g] : options_.matmul_overrides) g.int8 = false;
+  }
+}
+
+// Scratch shared by the matmuls one at a time: split-K partials (and the key-split attention's),
+// and with the int8 path the quantized activations.
+void SsFlowModel::allocate_scratch() {
+  b_->split_partials = {};
+  b_->x_quant = {};
+  if (w_->blocks.empty()) return;
+  const gpu::Device& d = kernels_.device();
+  const uint32_t N = uint32_t(config_.tokens()), B = 2;
+  const auto& w0 = w_->blocks.front();
+  uint64_t floats = std::max({kernels::qmatmul_split_floats(w0.mlp2, B * N, mlp2_splits(2)),
+                              kernels::qmatmul_split_floats(w0.mlp2, N, mlp2_splits(1)),
+                              kernels::qmatmul_split_floats(w0.self_out, B * N, options_.square_k_splits),
+                              small_output_split_floats(w_->ada, B), small_output_split_floats(w_->t0, B),
+                              small_output_split_floats(w_->t2, B), small_output_split_floats(w_->out, B * N),
+                              kernels::flash_partials_floats(self_attention_args(1))});
+  bool int8 = options_.int8;
+  for (const auto& [region, g] : options_.matmul_overrides) {  // a bound: the widest matrix (mlp.0) at batch 2
+    floats = std::max(floats, kernels::qmatmul_split_floats(w0.mlp0, B * N, g.k_splits));
+    int8 = int8 || g.int8;
+  }
+  if (floats) b_->split_partials = d.create_storage(floats * 4, "ss_flow split-K partials");
+  // The longest K (mlp.2) at batch 2 bounds every block linear's quantized input.
+  if (int8) b_->x_quant = d.create_storage(kernels::qmatmul_quant_bytes(w0.mlp2, B * N), "ss_flow int8 activations");
+}
+
+void SsFlowModel::set_options(const SsFlowOptions& options) {
+  options_ = options;
+  fit_options();
+  allocate_scratch();
+  if (ctx_tokens_ > 0) {
+    build_graphs();
+    gpu::Recorder rec(device());
+    for (const auto& k : b_->context_graph) k.record(rec);
+    rec.submit();
   }
 }
 
@@ -169,7 +206,8 @@ void SsFlowModel::build_graphs() {
                      uint32_t tokens, Epilogue e = Epilogue::None, const gpu::Buffer* extra = nullptr, uint32_t gate_offset = 0) {
     return kernels::QMatmulArgs{.x = &x, .x_stride = xs, .w = &w, .y = &y, .y_stride = ys, .tokens = tokens, .epilogue = e,
                                 .extra = extra, .tokens_per_batch = N, .gate_stride = mod_stride(), .gate_offset = gate_offset,
-                                .add_period = N, .geometry = geo, .split_partials = &b_->split_partials};
+                                .add_period = N, .geometry = geo, .split_partials = &b_->split_partials,
+                                .x_quant = &b_->x_quant};
   };
   std::set<std::string> overridden, regions;  // the overrides that matched; every matmul's region
   b_->context_graph.clear();
@@ -182,7 +220,9 @@ void SsFlowModel::build_graphs() {
     g.clear();
     // Every matmul of the forward: its geometry overridden where options_.matmul_overrides names it,
     // with its split-K sum pass if any.
-    auto push_matmul = [&](kernels::QMatmulArgs a, const std::string& region) {
+    // block: one of the block linears, which options_.int8 puts on the int8 path.
+    auto push_matmul = [&](kernels::QMatmulArgs a, const std::string& region, bool block = false) {
+      if (block && options_.int8) a.geometry.int8 = true;
       const auto& o = options_.matmul_overrides;
       regions.insert(region);
       auto it = o.find(region + "@" + std::to_string(B));
@@ -197,7 +237,7 @@ void SsFlowModel::build_graphs() {
     auto push_square = [&](kernels::QMatmulArgs a, const std::string& region) {
       if (options_.narrow_matmul) a.geometry = *options_.narrow_matmul;
       a.geometry.k_splits = options_.square_k_splits;
-      push_matmul(a, region);
+      push_matmul(a, region, true);
     };
     auto push_small_output = [&](kernels::QMatmulArgs a, const std::string& region) {
       a.geometry = small_output_geometry(*a.w);
@@ -226,7 +266,7 @@ void SsFlowModel::build_graphs() {
       g.push_back(norm(&b_->mods, mod(i, 0), mod(i, 1), nullptr, nullptr, 1e-6f, "norm1+modulate"));
       auto qkv = mm_args(b_->hn, C, w.qkv, b_->qkv, 3 * C, T);
       if (B == 1 && options_.narrow_matmul) qkv.geometry = *options_.narrow_matmul;  // half the tiles of batch 2
-      push_matmul(qkv, "self_attn.to_qkv");
+      push_matmul(qkv, "self_attn.to_qkv", true);
       g.push_back(kernels::head_rms_norm(K, {.x = &b_->qkv, .gamma_q = &w.gamma_q, .gamma_k = &w.gamma_k, .rows = T, .heads = H,
                                              .stride = 3 * C, .q_offset = 0, .k_offset = C, .subgroups = options_.subgroups},
                                          "self_attn.qk_rms_norm"));
@@ -247,17 +287,17 @@ void SsFlowModel::build_graphs() {
       // x += gate_mlp * MLP(m(norm3(x)))
       g.push_back(norm(&b_->mods, mod(i, 3), mod(i, 4), nullptr, nullptr, 1e-6f, "norm3+modulate"));
       if (options_.fuse_gelu) {
-        push_matmul(mm_args(b_->hn, C, w.mlp0, b_->mlp, F, T, Epilogue::Gelu), "mlp.0+gelu");
+        push_matmul(mm_args(b_->hn, C, w.mlp0, b_->mlp, F, T, Epilogue::Gelu), "mlp.0+gelu", true);
       } else {
         auto mlp0 = mm_args(b_->hn, C, w.mlp0, b_->mlp, F, T);
         mlp0.geometry.rows_per_thread = options_.mlp0_rows_per_thread;
-        push_matmul(mlp0, "mlp.0");
+        push_matmul(mlp0, "mlp.0", true);
         g.push_back(kernels::activation(K, kernels::Activation::GeluTanh, b_->mlp, T * F, "mlp.gelu"));
       }
       auto mlp2 = mm_args(b_->mlp, F, w.mlp2, b_->h, C, T, Epilogue::GatedResidual, &b_->mods, mod(i, 5));
       mlp2.geometry.k_splits = mlp2_splits(B);
       if (B == 2) mlp2.geometry.rows_per_thread = options_.mlp2_rows_per_thread;
-      push_matmul(mlp2, "mlp.2+gate");
+      push_matmul(mlp2, "mlp.2+gate", true);
     }
     g.push_back(norm(nullptr, 0, 0, nullptr, nullptr, 1e-5f, "final_norm"));
     push_small_output(mm_args(b_->hn, C, w_->out, b_->out, uint32_t(config_.out_channels), T), "out_layer");
@@ -368,6 +408,21 @@ double SsFlowModel::flops(int batch) const {
                            + 4 * N * double(config_.tokens()) * C     // self-attention QK^T and PV
                            + 4 * N * double(ctx_tokens_) * C;         // cross-attention
   return per_block * double(config_.num_blocks) + 2 * N * C * double(config_.in_channels + config_.out_channels);
+}
+
+std::map<std::string, double> SsFlowModel::region_flops(int batch) const {
+  const double N = double(config_.tokens()) * batch, C = double(config_.model_channels), F = double(config_.mlp_channels());
+  const double blocks = double(config_.num_blocks), square = 2 * N * C * C * blocks;
+  return {{"input_layer+pos_emb", 2 * N * C * double(config_.in_channels)},
+          {"self_attn.to_qkv", 3 * square},
+          {"self_attn.flash", 4 * N * double(config_.tokens()) * C * blocks},
+          {"self_attn.to_out+gate", square},
+          {"cross_attn.to_q", square},
+          {"cross_attn.flash", 4 * N * double(ctx_tokens_) * C * blocks},
+          {"cross_attn.to_out+residual", square},
+          {options_.fuse_gelu ? "mlp.0+gelu" : "mlp.0", 2 * N * C * F * blocks},
+          {"mlp.2+gate", 2 * N * C * F * blocks},
+          {"out_layer", 2 * N * C * double(config_.out_channels)}};
 }
 
 std::vector<float> to_tokens(std::span<const float> latent, int64_t channels, int64_t tokens) {

@@ -23,63 +23,50 @@ namespace ember::trellis {
 
 using formats::SsFlowConfig;  // read from the stage's tensor shapes (trellis/ss_flow_stage.h)
 
+// The stage's tuning choices. These defaults are what a device without a tuned candidate runs
+// (trellis/ss_flow_candidate.h reads and writes them per device; `ember tune --stage` searches
+// them); docs/ss_flow.md says what each is for. The model fits them to the device (subgroups,
+// workgroup memory, the int8 language feature) and options() reports them as used.
 struct SsFlowOptions {
   kernels::QMatmulGeometry matmul{};
-  // The matmuls that make few output tiles at 128 x 128: the C x C ones (self to_out, cross to_q,
-  // cross to_out) and to_qkv at batch 1. Their workgroup geometry where it differs from `matmul`
-  // (k_splits ignored, see below): 128 tokens x 64 rows, twice the tiles. Measured faster for these
-  // than 128 x 128 tiles split 2 at both batches; mlp.2 (K = 3072) measured slower with it, so it
-  // keeps 128 x 128 (bench/PERFORMANCE.md).
+  // The matmuls that make few output tiles: the C x C ones (self to_out, cross to_q, cross to_out)
+  // and to_qkv at batch 1; unset: `matmul`. k_splits is ignored here (square_k_splits applies).
   std::optional<kernels::QMatmulGeometry> narrow_matmul = kernels::QMatmulGeometry{.wg_tokens = 16, .wg_rows = 8, .k_step = 16};
-  // mlp.2: split-K chunks at batch 2 (batch 1 runs twice as many); 1 = none. 2 measured clearly
-  // faster than unsplit at batch 2, even with its sum pass; 3, 4 and 6 no better.
+  // mlp.2 (K = 4C): split-K chunks at batch 2; batch 1 runs twice as many where the groups allow.
   uint32_t mlp2_k_splits = 2;
-  // The C x C matmuls: split-K chunks (1 = none). At 128 x 128 tiles 2 measured faster than 1 or 3;
-  // unsplit at 128 x 64 tiles (above) is faster still, hence 1.
-  uint32_t square_k_splits = 1;
-  // mlp.0 (3072 rows) at 16 rows a thread: measured faster at both batches; the other shapes were
-  // no faster (to_qkv, the C x C ones slower).
-  uint32_t mlp0_rows_per_thread = 16;
-  // mlp.2 (768 rows, K = 3072) at batch 2 at 16 rows a thread (half the output tiles, each split
-  // in mlp2_k_splits): measured faster than 8. Batch 1 keeps 8 (not measured there).
-  uint32_t mlp2_rows_per_thread = 16;
-  // Flash attention: the oct variant where the device has subgroups of a multiple of 8 lanes, else
-  // quad where it has subgroups, else plain; or the tiled one where asked for (its geometry shrunk
-  // to fit the device's workgroup memory). Oct measured clearly faster than quad (each K or V
-  // vec4 read from workgroup memory feeds twice the FMAs).
+  uint32_t square_k_splits = 1;        // split-K chunks of the C x C matmuls (1 = none)
+  uint32_t mlp0_rows_per_thread = 16;  // mlp.0 (4C rows): outputs per thread along rows
+  uint32_t mlp2_rows_per_thread = 16;  // mlp.2 at batch 2: outputs per thread along rows (batch 1: 8)
+  // The block linears (to_qkv, to_out, to_q, cross to_out, mlp.0, mlp.2) on packed int8 dot
+  // products (qmatmul_i8.wgsl: activations quantized per token and 64-column group) with the
+  // geometries above; off, or without the WGSL language feature packed_4x8_integer_dot_product,
+  // the f32 path. Not bit-identical to f32: a candidate turns it on only after checking it.
+  bool int8 = false;
+  // Flash attention: oct where the device has subgroups of a multiple of 8 lanes, else quad where
+  // it has subgroups, else plain; tiled where asked for (its geometry shrunk to fit the device's
+  // workgroup memory).
   kernels::FlashVariant attention = kernels::FlashVariant::Oct;
-  // Plain, quad and oct: queries per workgroup at batch 2 (measured: 128 fastest, then 64, then 32;
-  // oct: 128, then 256, then 64);
-  // the quad and oct batch-1 self attention runs half as many, so it launches as many workgroups as
-  // at batch 2.
+  // Plain, quad and oct: queries per workgroup at batch 2; the quad (and oct with one key split)
+  // batch-1 self attention runs half as many, so it launches as many workgroups as batch 2.
   uint32_t attention_queries = 128;
-  uint32_t attention_keys = 32;      // quad, oct: keys per workgroup-memory tile (oct: 16 and 64 slower)
+  uint32_t attention_keys = 32;  // quad, oct: keys per workgroup-memory tile
   // oct: the batch-1 self attention's keys split over this many workgroups per query block (merged
-  // after), so it launches as many workgroups as batch 2 at batch 2's queries per workgroup; 1: half
-  // the queries per workgroup instead (see SsFlowModel::self_attention_args). 2 measured fastest,
-  // 4 close behind, 1 clearly slower.
+  // after); 1: half the queries per workgroup instead (see SsFlowModel::self_attention_args).
   uint32_t attention_key_splits = 2;
-  // oct: rescale the accumulators only when a running max grows by more than 2^8 (skips ~9 of ~175
-  // instructions a key): measured a little faster at both batches.
+  // oct: rescale the accumulators only when a running max grows by more than 2^8.
   bool attention_lazy_rescale = true;
-  // oct: each key's exponentials gathered and used at once: measured slower at both batches.
-  bool attention_fused_pv = false;
-  // quad, oct: keys per tile of the cross attention (77 context tokens: 40 computes 80, 32 computes
-  // 96). 40 measured fastest of 16, 32, 40 and 80.
-  uint32_t cross_attention_keys = 40;
-  // quad, oct: the next K/V tile read into registers during the current one: measured faster for
-  // both kernels, most at batch 1 (with it, BQ 64 or BK 64 are still slower).
-  bool attention_prefetch = true;
+  bool attention_fused_pv = false;       // oct: each key's exponentials gathered and used at once
+  uint32_t cross_attention_keys = 40;    // quad, oct: keys per tile of the cross attention
+  bool attention_prefetch = true;        // quad, oct: the next K/V tile read into registers early
   kernels::FlashTiledGeometry attention_tiled{};
   bool subgroups = true;            // use subgroup reductions where the device has them
-  // GELU fused into the mlp.0 matmul's epilogue. Off by default: on NVIDIA through Vulkan the
-  // fused variant ran many times slower, apparently because its accumulators left registers, while
-  // a separate in-place GELU pass costs a small fraction of the matmul. Applied as mlp.2 stores its
-  // X tile instead, it measured no faster than the pass.
+  // GELU fused into the mlp.0 matmul's epilogue instead of a separate in-place pass.
   bool fuse_gelu = false;
   // Per-matmul geometry by profile region ("mlp.0", "self_attn.to_qkv", ...), or "REGION@B" at batch
-  // B only; it replaces the rules above for that matmul (sweeps: ember bench ss-flow --matmul-override).
+  // B only; it replaces the rules above for that matmul, int8 included (sweeps: ember bench
+  // ss-flow --matmul-override; candidates).
   std::map<std::string, kernels::QMatmulGeometry> matmul_overrides;
+  bool operator==(const SsFlowOptions&) const = default;
 };
 
 class SsFlowModel {
@@ -91,6 +78,9 @@ class SsFlowModel {
 
   const SsFlowConfig& config() const { return config_; }
   const SsFlowOptions& options() const { return options_; }  // as used: fitted to the device
+  // Rebuilds the forward under other options (fitted to the device), keeping the weights and the
+  // context: what the tuner times choice after choice.
+  void set_options(const SsFlowOptions& options);
   const gpu::Device& device() const;
   gpu::KernelCache& kernels() const { return kernels_; }
 
@@ -116,11 +106,16 @@ class SsFlowModel {
 
   // Floating-point operations of one forward at `batch` (linear layers and attention).
   double flops(int batch) const;
+  // The same per profile region of the forward (a matmul's ".quant" and ".sum" passes not
+  // counted): what a benchmark divides by each kernel's time.
+  std::map<std::string, double> region_flops(int batch) const;
 
  private:
   struct Weights;
   struct Buffers;
   void build_graphs();
+  void fit_options();
+  void allocate_scratch();
   kernels::FlashAttentionArgs attention_args(uint32_t batch, uint32_t keys, uint32_t keys_per_tile) const;
   kernels::FlashAttentionArgs self_attention_args(uint32_t batch) const;
   uint32_t mlp2_splits(uint32_t batch) const;

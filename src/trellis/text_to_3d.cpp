@@ -6,6 +6,7 @@
 #include "formats/trellis_pack.h"
 #include "trellis/ss_decoder.h"
 #include "trellis/ss_flow.h"
+#include "trellis/ss_flow_candidate.h"
 #include "trellis/ss_flow_stage.h"
 #include "trellis/text_encoder.h"
 
@@ -69,7 +70,8 @@ TextTo3DPipeline::TextTo3DPipeline(gpu::KernelCache& kernels, const PipelineConf
     throw Error("the text encoder's context is " + std::to_string(I.text->width()) + " wide, ss-flow attends to " +
                     std::to_string(I.flow_config.cond_channels) + " channels",
                 c.dir.string(), "the stages come from different models: use the text encoder the flow model was trained with");
-  I.flow = std::make_unique<SsFlowModel>(kernels, *I.flow_pack);
+  // The flow stage's tuned candidate for this GPU, if `ember tune --stage` wrote one; else the defaults.
+  I.flow = std::make_unique<SsFlowModel>(kernels, *I.flow_pack, stage_options(c.ss_flow_dir(), kernels.device().adapter()));
   const uint32_t R = uint32_t(I.flow_config.resolution);
   I.decoder = std::make_unique<SsDecoderModel>(kernels, *I.decoder_pack, std::array<uint32_t, 3>{R, R, R});
   times_.open_s = since(start);
