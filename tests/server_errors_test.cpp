@@ -78,7 +78,7 @@ TEST(ServerErrors, UnknownAndUnsupportedFields) {
   auto n = expect_error(test::post(server(), kChat, with(good_chat(), "n", 5).dump()), 400, "n", "invalid_value");
   EXPECT_NE(n["message"].get<std::string>().find("--parallel"), std::string::npos) << n.dump();
   expect_error(test::post(server(), kChat, with(good_chat(), "n", 0).dump()), 400, "n");
-  expect_error(test::post(server(), kChat, with(good_chat(), "logprobs", true).dump()), 400, "logprobs", "unsupported_parameter");
+  expect_error(test::post(server(), kChat, with(good_chat(), "top_logprobs", 3).dump()), 400, "top_logprobs");  // needs logprobs
   // Neutral values and nulls of known fields are fine.
   auto ok = test::post(server(), kChat, with(with(with(good_chat(), "n", 1), "logprobs", false), "user", "u1").dump());
   EXPECT_EQ(ok.status, 200) << ok.body;

@@ -1,8 +1,12 @@
 // `ember serve` over HTTP with several choices (n) and prompt reuse: choices[] with their index,
 // plain and streamed, each equal to a single request with its seed; the prompt counted (and
 // prefilled) once; a second chat turn reporting usage.prompt_tokens_details.cached_tokens with the
-// text of a cold server; the OpenAI Node client doing both.
+// text of a cold server; the OpenAI Node client doing both; choices with a grammar and logprobs
+// (each its own matcher and logprobs), and a constrained second turn prefilling only its new tokens.
 #include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
 
 #include "lfm2_test_pack.h"
 #include "server_util.h"
@@ -141,6 +145,88 @@ TEST(ServerSlotsHttp, SecondChatTurnReportsCachedTokens) {
   ASSERT_EQ(c.status, 200) << c.body;
   EXPECT_EQ(c.json()["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
   EXPECT_EQ(c.json()["choices"][0]["message"]["content"], warm_text);
+}
+
+// n choices of a request with a grammar and logprobs: each choice follows the grammar on its own
+// (its own matcher: the choices differ, so a shared one would refuse or corrupt them), carries its
+// own logprobs (their bytes spell its text), equals a single request with its seed, and streams
+// the same logprobs under its index. A second turn with the grammar reuses the slot's caches.
+TEST(ServerSlotsHttp, ChoicesWithAGrammarHaveTheirOwnMatcherAndLogprobs) {
+  test::ServerProcess s(pack_dir(), {"--parallel", "3"});
+  const std::regex gram("yes|no|maybe [0-9]{1,3}");
+  const json ask = user("Will it rain?");
+  auto body = [&](const json& messages, json extra) {
+    json b = chat(messages, 16, {{"temperature", 1.0}, {"seed", 77}, {"grammar", "root ::= \"yes\" | \"no\" | \"maybe \" [0-9]{1,3}"},
+                                 {"logprobs", true}, {"top_logprobs", 2}});
+    b.update(extra);
+    return b.dump();
+  };
+  auto spelled = [](const json& entries) {
+    std::string out;
+    for (const auto& e : entries)
+      for (const auto& b : e["bytes"]) out += static_cast<char>(b.get<int>());
+    return out;
+  };
+  auto r = test::post(s, "/v1/chat/completions", body(ask, {{"n", 3}}));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = r.json();
+  ASSERT_EQ(j["choices"].size(), 3u) << r.body;
+  std::set<std::string> distinct;
+  for (int i = 0; i < 3; i++) {
+    const json& c = j["choices"][i];
+    const std::string text = c["message"]["content"];
+    EXPECT_TRUE(std::regex_match(text, gram)) << "choice " << i << ": " << text;
+    EXPECT_EQ(c["finish_reason"], "stop");
+    distinct.insert(text);
+    const json& lps = c["logprobs"]["content"];
+    ASSERT_FALSE(lps.empty()) << c.dump();
+    EXPECT_EQ(spelled(lps), text) << "choice " << i;
+    for (const auto& e : lps) EXPECT_LE(e["top_logprobs"].size(), 2u);
+
+    auto one = test::post(s, "/v1/chat/completions", body(ask, {{"seed", 77 + i}}));
+    ASSERT_EQ(one.status, 200) << one.body;
+    const json c1 = one.json()["choices"][0];
+    EXPECT_EQ(c1["message"]["content"], text) << "choice " << i;
+    ASSERT_EQ(c1["logprobs"]["content"].size(), lps.size()) << "choice " << i;
+    for (size_t k = 0; k < lps.size(); k++) {
+      EXPECT_EQ(c1["logprobs"]["content"][k]["token"], lps[k]["token"]);
+      EXPECT_NEAR(c1["logprobs"]["content"][k]["logprob"].get<double>(), lps[k]["logprob"].get<double>(), 1e-4);
+    }
+  }
+  EXPECT_GE(distinct.size(), 2u) << r.body;  // seeds 77..79 on random weights: not all alike
+
+  auto st = test::post(s, "/v1/chat/completions", body(ask, {{"n", 3}, {"stream", true}}));
+  ASSERT_EQ(st.status, 200) << st.body;
+  std::vector<json> streamed_lps(3, json::array());
+  std::vector<std::string> texts(3);
+  for (const auto& d : test::sse_data(st.body)) {
+    if (d == "[DONE]") break;
+    const json chunk = json::parse(d);
+    for (const auto& c : chunk["choices"]) {
+      const size_t i = c["index"].get<size_t>();
+      ASSERT_LT(i, 3u);
+      if (c["delta"].contains("content")) texts[i] += c["delta"]["content"].get<std::string>();
+      if (c.contains("logprobs") && !c["logprobs"].is_null())
+        for (const auto& e : c["logprobs"]["content"]) streamed_lps[i].push_back(e);
+    }
+  }
+  for (int i = 0; i < 3; i++) {
+    EXPECT_EQ(texts[i], j["choices"][i]["message"]["content"]) << "streamed choice " << i;
+    EXPECT_EQ(spelled(streamed_lps[i]), texts[i]) << "streamed choice " << i;
+  }
+
+  // The next turn, constrained too: only the tokens after the cached prefix are prefilled.
+  json turn2 = ask;
+  turn2.push_back({{"role", "assistant"}, {"content", j["choices"][0]["message"]["content"]}});
+  turn2.push_back({{"role", "user"}, {"content", "Are you sure?"}});
+  const double before = prefilled(s);
+  auto t2 = test::post(s, "/v1/chat/completions", body(turn2, json::object()));
+  ASSERT_EQ(t2.status, 200) << t2.body;
+  const json u = t2.json()["usage"];
+  const int cached = u["prompt_tokens_details"]["cached_tokens"].get<int>();
+  EXPECT_GT(cached, 0) << t2.body;
+  EXPECT_EQ(prefilled(s) - before, u["prompt_tokens"].get<int>() - cached);
+  EXPECT_TRUE(std::regex_match(t2.json()["choices"][0]["message"]["content"].get<std::string>(), gram)) << t2.body;
 }
 
 TEST(ServerSlotsHttp, OpenAINodeClientChoicesAndCachedTokens) {

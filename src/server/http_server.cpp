@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "server/api_error.h"
 #include "server/llama_endpoints.h"
+#include "server/logprobs_format.h"
 #include "server/openai_format.h"
 #include "server/request_parse.h"
 #include "server/responses_api.h"
@@ -203,7 +204,7 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
   const uint32_t prompt_tokens = static_cast<uint32_t>(p.job.prompt.size());
   note_request_tokens(prompt_tokens, 0);
   if (options_.context) p.job.max_tokens = std::min(p.job.max_tokens, limits.capacity - prompt_tokens);  // -c bounds the completion too
-  const bool stream = p.stream, include_usage = p.include_usage;
+  const bool stream = p.stream, include_usage = p.include_usage, logprobs = p.job.logprobs;
   std::vector<std::shared_ptr<Job>> jobs;
   try {
     jobs = scheduler_->submit(std::move(p.job), p.n);
@@ -222,9 +223,14 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
   std::vector<bool> done(n, false);
   Usage usage{prompt_tokens, 0, 0};
   std::string error;
-  // Takes what choice i has now: its new text, and at its end its finish, tokens and any error.
+  // Each choice has its own logprobs (entries not written yet) and writer (its text offsets).
+  std::vector<std::vector<kernels::TopLogprobs>> lps(n);
+  std::vector<LogprobsWriter> writers(n, LogprobsWriter(tok, chat));
+  // Takes what choice i has now: its new text and logprobs, and at its end its finish, tokens and
+  // any error.
   auto take = [&](size_t i) {
     Job::Update u = jobs[i]->wait(poll);
+    lps[i].insert(lps[i].end(), u.logprobs.begin(), u.logprobs.end());
     if (u.done) {
       done[i] = true;
       choices[i].finish = u.finish;
@@ -251,7 +257,10 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
     }
     note_request_tokens(prompt_tokens, usage.completion_tokens);
     if (!error.empty()) return (void)res.send(500, kJson, error_body(error, "server_error"));
-    res.send(200, kJson, dump(full_response(meta, choices, usage)));
+    json full = full_response(meta, choices, usage);
+    if (logprobs)
+      for (size_t i = 0; i < n; i++) writers[i].attach(full, lps[i], i);
+    res.send(200, kJson, dump(full));
     return;
   }
 
@@ -271,8 +280,17 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
       Job::Update u = take(i);
       const auto index = static_cast<uint32_t>(i);
       std::string out;
-      if (!u.text.empty()) out += sse_event(stream_chunk(meta, u.text, std::nullopt, false, index));
-      if (u.done && u.finish != Finish::Error) out += sse_event(stream_chunk(meta, "", u.finish, false, index));
+      if (!u.text.empty()) {
+        json chunk = stream_chunk(meta, u.text, std::nullopt, false, index);
+        if (logprobs) writers[i].attach(chunk, lps[i]);
+        lps[i].clear();
+        out += sse_event(chunk);
+      }
+      if (u.done && u.finish != Finish::Error) {
+        json chunk = stream_chunk(meta, "", u.finish, false, index);
+        if (logprobs && !lps[i].empty()) writers[i].attach(chunk, lps[i]);  // ids that made no text yet
+        out += sse_event(chunk);
+      }
       if (!out.empty()) {
         if (!res.write(out)) return gone();
         last_write = Clock::now();

@@ -17,8 +17,11 @@ bool Job::accept(uint32_t id) {
   ids_.push_back(id);
   if (std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end()) {
     stopped_ = true;
+    pending_logprobs_.reset();  // OpenAI lists no entry for the end of generation
     return false;
   }
+  if (pending_logprobs_) accepted_logprobs_.push_back(std::move(*pending_logprobs_));
+  pending_logprobs_.reset();
   std::string text = stop_.push(detok_.push(id));
   if (stop_.matched()) stopped_ = true;
   if (!text.empty()) publish(std::move(text), false, Finish::None);
@@ -44,6 +47,8 @@ void Job::publish(std::string text, bool done, Finish finish) {
   {
     std::lock_guard lock(mutex_);
     unread_ += text;
+    for (auto& lp : accepted_logprobs_) unread_logprobs_.push_back(std::move(lp));
+    accepted_logprobs_.clear();
     if (done) {
       done_ = true;
       finish_ = finish;
@@ -58,6 +63,7 @@ Job::Update Job::wait(std::chrono::milliseconds timeout) {
   cv_.wait_for(lock, timeout, [&] { return done_ || !unread_.empty(); });
   Update u;
   u.text.swap(unread_);
+  u.logprobs.swap(unread_logprobs_);
   u.done = done_;
   u.finish = finish_;
   u.error = error_;

@@ -9,9 +9,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "kernels/logprobs.h"
 #include "llm/sampling.h"
 #include "llm/tokenizer.h"
 #include "server/stop_matcher.h"
@@ -23,6 +26,12 @@ struct JobRequest {
   llm::SamplingOptions sampling;
   uint32_t max_tokens = 16;
   std::vector<std::string> stops;  // stop strings, matched on the decoded text
+  // Constrained decoding and logit edits (docs/structured-output.md). grammar: GBNF text
+  // (llm/grammar/gbnf.h), empty = none; response_format, the `grammar` field and tool_choice set it.
+  std::string grammar;
+  std::vector<std::pair<uint32_t, float>> logit_bias;  // (token id, bias in [-100, 100])
+  bool logprobs = false;                               // report each sampled token's logprob
+  uint32_t top_logprobs = 0;                           // and the best N alternatives (0..20)
   uint32_t choice = 0;             // index among the n choices of one request (Scheduler::submit)
 };
 
@@ -38,6 +47,8 @@ class Job {
   // --- scheduler thread ---
   // One generated id; false when generation must end here (stop id, stop string, cancelled).
   bool accept(uint32_t id);
+  // The logprobs of the id the next accept() takes (JobRequest::logprobs); dropped for a stop id.
+  void set_logprobs(kernels::TopLogprobs lp) { pending_logprobs_ = std::move(lp); }
   // Generation ended: with a stop (id or string), out of tokens/room (length), or cancelled.
   void complete();
   void fail(const std::string& message);
@@ -53,6 +64,9 @@ class Job {
     Finish finish = Finish::None;
     uint32_t completion_tokens = 0;
     std::string error;  // with Finish::Error
+    // Logprobs of the tokens of `text`, in order; a token whose text is still held back (a
+    // partial stop string or character) may have its entry here before its text arrives.
+    std::vector<kernels::TopLogprobs> logprobs;
   };
   // Waits up to `timeout` for new text or the end.
   Update wait(std::chrono::milliseconds timeout);
@@ -77,11 +91,14 @@ class Job {
   bool stopped_ = false;  // scheduler side: hit a stop id or string
   std::atomic<uint32_t> generated_{0};  // read by /slots while the scheduler writes it
   std::vector<uint32_t> ids_;
+  std::optional<kernels::TopLogprobs> pending_logprobs_;
+  std::vector<kernels::TopLogprobs> accepted_logprobs_;  // not yet published
   Clock::time_point created_ = Clock::now(), first_token_{}, finished_{};
 
   std::mutex mutex_;
   std::condition_variable cv_;
   std::string unread_;
+  std::vector<kernels::TopLogprobs> unread_logprobs_;
   bool done_ = false;
   Finish finish_ = Finish::None;
   std::string error_;
