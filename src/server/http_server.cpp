@@ -6,6 +6,7 @@
 #include "server/api_error.h"
 #include "server/openai_format.h"
 #include "server/request_parse.h"
+#include "server/tool_reply.h"
 
 namespace ember::server {
 namespace {
@@ -49,6 +50,7 @@ bool same_key(const std::string& a, const std::string& b) {  // no early exit on
 HttpServer::HttpServer(llm::Session& session, Scheduler& scheduler, const ServerOptions& options)
     : session_(session), scheduler_(scheduler), options_(options) {
   if (options.max_body_bytes == 0) throw Error("the body limit must be positive", "--max-body");
+  chat_prompt_ = ChatPrompt::for_model_dir(session.pack().dir().string());
   ListenerOptions lo;
   lo.host = options.host;
   lo.port = options.port;
@@ -139,7 +141,7 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
   const auto& tok = session_.tokenizer();
   ParsedRequest p;
   try {
-    p = chat ? parse_chat_request(req.body, tok, limits) : parse_completion_request(req.body, tok, limits);
+    p = chat ? parse_chat_request(req.body, tok, limits, chat_prompt_.get()) : parse_completion_request(req.body, tok, limits);
   } catch (const ApiError& e) {
     return send_api_error(res, e);
   } catch (const Error& e) {  // e.g. text the tokenizer refuses
@@ -147,6 +149,7 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
   }
   const Usage usage0{static_cast<uint32_t>(p.job.prompt.size()), 0};
   const bool stream = p.stream, include_usage = p.include_usage;
+  const ToolRequest tool_request = p.tools;
   std::shared_ptr<Job> job;
   try {
     job = scheduler_.submit(std::move(p.job));
@@ -154,6 +157,8 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
     return send_api_error(res, e);
   }
   const ResponseMeta meta = new_meta(chat, options_.model_name);
+  std::optional<ToolReply> tools;  // the output is split into content and tool calls
+  if (chat && tool_request.offered()) tools.emplace(tool_request, meta);
   constexpr auto kPoll = std::chrono::milliseconds(100);  // how soon a vanished client frees its slot
 
   if (!stream) {
@@ -168,7 +173,9 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
       }
     } while (!u.done);
     if (u.finish == Finish::Error) return (void)res.send(500, kJson, error_body(u.error, "server_error"));
-    res.send(200, kJson, dump(full_response(meta, text, u.finish, {usage0.prompt_tokens, u.completion_tokens})));
+    json response = full_response(meta, text, u.finish, {usage0.prompt_tokens, u.completion_tokens});
+    if (tools) tools->complete(response, text, u.finish);
+    res.send(200, kJson, dump(response));
     return;
   }
 
@@ -183,7 +190,8 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
   while (true) {
     Job::Update u = job->wait(kPoll);
     if (!u.text.empty()) {
-      if (!res.write(sse_event(stream_chunk(meta, u.text, std::nullopt, false)))) return gone();
+      const std::string events = tools ? tools->stream(u.text) : sse_event(stream_chunk(meta, u.text, std::nullopt, false));
+      if (!events.empty() && !res.write(events)) return gone();
       last_write = Clock::now();
     }
     if (!u.done) {
@@ -198,7 +206,12 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
     std::string tail;
     if (u.finish == Finish::Error)
       tail = "data: " + error_body(u.error, "server_error") + "\n\n";
-    else
+    else if (tools) {
+      tail = tools->stream_end();
+      json last = stream_chunk(meta, "", u.finish, false);
+      last["choices"][0]["finish_reason"] = tools->finish_reason(u.finish);
+      tail += sse_event(last);
+    } else
       tail = sse_event(stream_chunk(meta, "", u.finish, false));
     if (include_usage && u.finish != Finish::Error) tail += sse_event(usage_chunk(meta, {usage0.prompt_tokens, u.completion_tokens}));
     tail += kSseDone;

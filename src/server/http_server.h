@@ -11,6 +11,7 @@
 #include <string>
 
 #include "llm/session.h"
+#include "server/chat_prompt.h"
 #include "server/http_listener.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
@@ -52,6 +53,7 @@ class HttpServer {
   ServerOptions options_;
   Metrics metrics_;
   std::unique_ptr<HttpListener> listener_;
+  std::shared_ptr<const ChatPrompt> chat_prompt_;  // the pack's chat template, or LFM2's
 };
 
 }  // namespace ember::server

@@ -23,6 +23,7 @@ struct JobRequest {
   llm::SamplingOptions sampling;
   uint32_t max_tokens = 16;
   std::vector<std::string> stops;  // stop strings, matched on the decoded text
+  std::vector<uint32_t> shown_special;  // special tokens whose text is output (LFM2's tool-call markers)
 };
 
 enum class Finish { None, Stop, Length, Cancelled, Error };
@@ -64,6 +65,7 @@ class Job {
 
   JobRequest request_;
   std::vector<uint32_t> stop_ids_;
+  std::vector<std::pair<uint32_t, std::string>> shown_;  // shown_special ids and their text
   llm::StreamingDetokenizer detok_;
   StopMatcher stop_;
   std::atomic<bool> cancelled_{false};
