@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "llm/sampling.h"
@@ -24,6 +25,12 @@ struct JobRequest {
   uint32_t max_tokens = 16;
   std::vector<std::string> stops;  // stop strings, matched on the decoded text
   std::vector<uint32_t> shown_special;  // special tokens whose text is output (LFM2's tool-call markers)
+  // Constrained decoding and logit edits (docs/structured-output.md). grammar: GBNF text
+  // (llm/grammar/gbnf.h), empty = none; response_format, the `grammar` field and tool_choice set it.
+  std::string grammar;
+  std::vector<std::pair<uint32_t, float>> logit_bias;  // (token id, bias in [-100, 100])
+  bool logprobs = false;                               // report each sampled token's logprob
+  uint32_t top_logprobs = 0;                           // and the best N alternatives (0..20)
 };
 
 enum class Finish { None, Stop, Length, Cancelled, Error };
