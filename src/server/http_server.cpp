@@ -207,7 +207,7 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
     if (u.finish == Finish::Error)
       tail = "data: " + error_body(u.error, "server_error") + "\n\n";
     else if (tools) {
-      tail = tools->stream_end();
+      tail = tools->stream_end(u.finish);
       json last = stream_chunk(meta, "", u.finish, false);
       last["choices"][0]["finish_reason"] = tools->finish_reason(u.finish);
       tail += sse_event(last);

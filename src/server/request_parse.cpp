@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "server/api_error.h"
 #include "server/chat_messages.h"
+#include "server/tool_grammar.h"
 
 namespace ember::server {
 namespace {
@@ -201,7 +202,7 @@ ParsedRequest parse_chat_request(const std::string& body, const llm::Tokenizer& 
   r.tools = parse_tool_request(ordered);
   common_fields(obj, r, limits);
   r.job.prompt = chat.encode(tokenizer, messages, r.tools.offered() ? r.tools.functions : nlohmann::ordered_json::array());
-  if (r.tools.offered()) r.job.shown_special = tool_marker_ids(tokenizer);
+  apply_tool_request(r.tools, tokenizer, r.job);
   check_prompt_length(r, limits, "messages");
   return r;
 }

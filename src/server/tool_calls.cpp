@@ -172,7 +172,7 @@ class Parser {
       if (word == "False" || word == "false") return false;
       if (word == "None" || word == "null") return nullptr;
       pos_ = start;
-      fail("'" + std::string(word) + "' is not a literal");
+      fail(std::string("'").append(word) + "' is not a literal");
     }
     fail(at_end() ? "a value is missing" : "expected a value");
   }

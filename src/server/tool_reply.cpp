@@ -22,7 +22,18 @@ std::string new_call_id() {
 
 }  // namespace
 
-ToolReply::ToolReply(const ToolRequest& request, const ResponseMeta& meta) : meta_(meta), stream_(request.parallel ? 0 : 1) {}
+ToolReply::ToolReply(const ToolRequest& request, const ResponseMeta& meta)
+    : meta_(meta), forced_(request.forced_call()), stream_(request.parallel ? 0 : 1) {
+  // A forced call's start marker ends the prompt: the output continues inside the block.
+  if (forced_) stream_.push(kToolCallStart);
+}
+
+std::vector<ToolCallStream::Event> ToolReply::end(Finish finish) {
+  std::vector<ToolCallStream::Event> out;
+  if (forced_ && finish == Finish::Stop) out = stream_.push(kToolCallEnd);
+  for (auto& e : stream_.finish()) out.push_back(std::move(e));
+  return out;
+}
 
 json ToolReply::call_json(const ToolCall& call) {
   json j = {{"id", new_call_id()},
@@ -55,7 +66,7 @@ std::string ToolReply::events(const std::vector<ToolCallStream::Event>& evs) {
 
 std::string ToolReply::stream(const std::string& text) { return events(stream_.push(text)); }
 
-std::string ToolReply::stream_end() { return events(stream_.finish()); }
+std::string ToolReply::stream_end(Finish finish) { return events(end(finish)); }
 
 std::string ToolReply::finish_reason(Finish finish) const {
   if (!calls_.empty() && finish == Finish::Stop) return "tool_calls";
@@ -71,7 +82,7 @@ void ToolReply::complete(json& response, const std::string& text, Finish finish)
     }
   };
   take(stream_.push(text));
-  take(stream_.finish());
+  take(end(finish));
   json& choice = response["choices"][0];
   json& message = choice["message"];
   message["content"] = content.empty() && !calls_.empty() ? json(nullptr) : json(content);

@@ -29,7 +29,7 @@ class ToolReply {
   // Streaming: the SSE events for newly generated text, and for the end of generation (before
   // the last chunk, whose finish_reason comes from finish_reason()).
   std::string stream(const std::string& text);
-  std::string stream_end();
+  std::string stream_end(Finish finish);
   // Whole response: turns full_response()'s message into one with tool_calls.
   void complete(nlohmann::json& response, const std::string& text, Finish finish);
   std::string finish_reason(Finish finish) const;
@@ -40,7 +40,11 @@ class ToolReply {
   nlohmann::json call_json(const ToolCall& call);
   std::string events(const std::vector<ToolCallStream::Event>& events);
 
+  // The end of generation; a forced call's list ends with it (the grammar's end): close it.
+  std::vector<ToolCallStream::Event> end(Finish finish);
+
   ResponseMeta meta_;
+  bool forced_;
   ToolCallStream stream_;
   std::vector<nlohmann::json> calls_;  // OpenAI's form, in order
 };

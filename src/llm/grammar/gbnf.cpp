@@ -165,7 +165,7 @@ class Parser {
       case 'x': return parse_hex(2);
       case 'u': return parse_hex(4);
       case 'U': return parse_hex(8);
-      default: fail("unknown escape '\\" + std::string(1, s_[i_ - 1]) + "'", at);
+      default: fail(std::string("unknown escape '\\") + s_[i_ - 1] + "'", at);
     }
   }
 
@@ -231,7 +231,7 @@ class Parser {
         item_start = seq.size();
         seq.push_back(Element{Element::Ref, false, rule_id(name), {}});
       } else if (c == '*' || c == '+' || c == '?' || c == '{') {
-        if (seq.empty() || item_start >= seq.size()) fail("'" + std::string(1, c) + "' follows nothing", at);
+        if (seq.empty() || item_start >= seq.size()) fail(std::string("'") + c + "' follows nothing", at);
         i_++;
         uint32_t lo = 0, hi = UINT32_MAX;
         if (c == '+') lo = 1;
@@ -243,7 +243,7 @@ class Parser {
         seq.push_back(Element{Element::Ref, false, repeat(rule, item, lo, hi), {}});
         item_start = seq.size();  // a second postfix operator is an error
       } else {
-        fail("unexpected character '" + std::string(1, c) + "'", at);
+        fail(std::string("unexpected character '") + c + "'", at);
       }
     }
     seq.push_back(Element{});
