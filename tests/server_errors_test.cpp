@@ -75,7 +75,7 @@ TEST(ServerErrors, UnknownAndUnsupportedFields) {
   auto e = expect_error(test::post(server(), kChat, with(good_chat(), "frobnicate", 1).dump()), 400, "frobnicate", "unknown_parameter");
   EXPECT_NE(e["message"].get<std::string>().find("frobnicate"), std::string::npos);
   expect_error(test::post(server(), kChat, with(good_chat(), "n", 2).dump()), 400, "n", "unsupported_parameter");
-  expect_error(test::post(server(), kChat, with(good_chat(), "logprobs", true).dump()), 400, "logprobs", "unsupported_parameter");
+  expect_error(test::post(server(), kChat, with(good_chat(), "top_logprobs", 3).dump()), 400, "top_logprobs");  // needs logprobs
   // Neutral values and nulls of known fields are fine.
   auto ok = test::post(server(), kChat, with(with(with(good_chat(), "n", 1), "logprobs", false), "user", "u1").dump());
   EXPECT_EQ(ok.status, 200) << ok.body;

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "server/api_error.h"
+#include "server/logprobs_format.h"
 #include "server/openai_format.h"
 #include "server/request_parse.h"
 #include "server/tool_reply.h"
@@ -148,8 +149,9 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
     return send_api_error(res, ApiError::bad_request(e.what(), chat ? "messages" : "prompt"));
   }
   const Usage usage0{static_cast<uint32_t>(p.job.prompt.size()), 0};
-  const bool stream = p.stream, include_usage = p.include_usage;
+  const bool stream = p.stream, include_usage = p.include_usage, logprobs = p.job.logprobs;
   const ToolRequest tool_request = p.tools;
+  LogprobsWriter lp_writer(tok, chat);
   std::shared_ptr<Job> job;
   try {
     job = scheduler_.submit(std::move(p.job));
@@ -163,19 +165,22 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
 
   if (!stream) {
     std::string text;
+    std::vector<kernels::TopLogprobs> lps;
     Job::Update u;
     do {
       u = job->wait(kPoll);
       text += u.text;
+      lps.insert(lps.end(), u.logprobs.begin(), u.logprobs.end());
       if (!u.done && res.client_gone()) {  // nobody will read the answer: free the slot now
         job->cancel();
         return res.abandon();
       }
     } while (!u.done);
     if (u.finish == Finish::Error) return (void)res.send(500, kJson, error_body(u.error, "server_error"));
-    json response = full_response(meta, text, u.finish, {usage0.prompt_tokens, u.completion_tokens});
-    if (tools) tools->complete(response, text, u.finish);
-    res.send(200, kJson, dump(response));
+    json full = full_response(meta, text, u.finish, {usage0.prompt_tokens, u.completion_tokens});
+    if (logprobs) lp_writer.attach(full, lps);
+    if (tools) tools->complete(full, text, u.finish);
+    res.send(200, kJson, dump(full));
     return;
   }
 
@@ -187,10 +192,20 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
   if (!res.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}})) return gone();
   if (meta.chat && !res.write(sse_event(stream_chunk(meta, "", std::nullopt, true)))) return gone();
   auto last_write = Clock::now();
+  std::vector<kernels::TopLogprobs> lps;  // entries whose chunk is not written yet
   while (true) {
     Job::Update u = job->wait(kPoll);
+    lps.insert(lps.end(), u.logprobs.begin(), u.logprobs.end());
     if (!u.text.empty()) {
-      const std::string events = tools ? tools->stream(u.text) : sse_event(stream_chunk(meta, u.text, std::nullopt, false));
+      std::string events;
+      if (tools) {  // tool-call deltas carry no logprobs
+        events = tools->stream(u.text);
+      } else {
+        json chunk = stream_chunk(meta, u.text, std::nullopt, false);
+        if (logprobs) lp_writer.attach(chunk, lps);
+        events = sse_event(chunk);
+      }
+      lps.clear();
       if (!events.empty() && !res.write(events)) return gone();
       last_write = Clock::now();
     }
@@ -206,13 +221,15 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
     std::string tail;
     if (u.finish == Finish::Error)
       tail = "data: " + error_body(u.error, "server_error") + "\n\n";
-    else if (tools) {
-      tail = tools->stream_end(u.finish);
-      json last = stream_chunk(meta, "", u.finish, false);
-      last["choices"][0]["finish_reason"] = tools->finish_reason(u.finish);
-      tail += sse_event(last);
-    } else
-      tail = sse_event(stream_chunk(meta, "", u.finish, false));
+    else {
+      json chunk = stream_chunk(meta, "", u.finish, false);
+      if (logprobs && !lps.empty() && !tools) lp_writer.attach(chunk, lps);
+      if (tools) {
+        tail = tools->stream_end(u.finish);
+        chunk["choices"][0]["finish_reason"] = tools->finish_reason(u.finish);
+      }
+      tail += sse_event(chunk);
+    }
     if (include_usage && u.finish != Finish::Error) tail += sse_event(usage_chunk(meta, {usage0.prompt_tokens, u.completion_tokens}));
     tail += kSseDone;
     if (!res.write(tail) || !res.end_stream()) return gone();

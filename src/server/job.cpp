@@ -19,8 +19,11 @@ bool Job::accept(uint32_t id) {
   generated_++;
   if (std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end()) {
     stopped_ = true;
+    pending_logprobs_.reset();  // OpenAI lists no entry for the end of generation
     return false;
   }
+  if (pending_logprobs_) accepted_logprobs_.push_back(std::move(*pending_logprobs_));
+  pending_logprobs_.reset();
   // Other special tokens are left out of the text; these mark tool calls for the parser.
   auto shown = std::find_if(shown_.begin(), shown_.end(), [&](const auto& s) { return s.first == id; });
   std::string text = stop_.push(shown != shown_.end() ? detok_.finish() + shown->second : detok_.push(id));
@@ -48,6 +51,8 @@ void Job::publish(std::string text, bool done, Finish finish) {
   {
     std::lock_guard lock(mutex_);
     unread_ += text;
+    for (auto& lp : accepted_logprobs_) unread_logprobs_.push_back(std::move(lp));
+    accepted_logprobs_.clear();
     if (done) {
       done_ = true;
       finish_ = finish;
@@ -62,6 +67,7 @@ Job::Update Job::wait(std::chrono::milliseconds timeout) {
   cv_.wait_for(lock, timeout, [&] { return done_ || !unread_.empty(); });
   Update u;
   u.text.swap(unread_);
+  u.logprobs.swap(unread_logprobs_);
   u.done = done_;
   u.finish = finish_;
   u.error = error_;

@@ -9,10 +9,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "kernels/logprobs.h"
 #include "llm/sampling.h"
 #include "llm/tokenizer.h"
 #include "server/stop_matcher.h"
@@ -45,6 +47,8 @@ class Job {
   // --- scheduler thread ---
   // One generated id; false when generation must end here (stop id, stop string, cancelled).
   bool accept(uint32_t id);
+  // The logprobs of the id the next accept() takes (JobRequest::logprobs); dropped for a stop id.
+  void set_logprobs(kernels::TopLogprobs lp) { pending_logprobs_ = std::move(lp); }
   // Generation ended: with a stop (id or string), out of tokens/room (length), or cancelled.
   void complete();
   void fail(const std::string& message);
@@ -58,6 +62,9 @@ class Job {
     Finish finish = Finish::None;
     uint32_t completion_tokens = 0;
     std::string error;  // with Finish::Error
+    // Logprobs of the tokens of `text`, in order; a token whose text is still held back (a
+    // partial stop string or character) may have its entry here before its text arrives.
+    std::vector<kernels::TopLogprobs> logprobs;
   };
   // Waits up to `timeout` for new text or the end.
   Update wait(std::chrono::milliseconds timeout);
@@ -78,11 +85,14 @@ class Job {
   std::atomic<bool> cancelled_{false};
   bool stopped_ = false;  // scheduler side: hit a stop id or string
   uint32_t generated_ = 0;
+  std::optional<kernels::TopLogprobs> pending_logprobs_;
+  std::vector<kernels::TopLogprobs> accepted_logprobs_;  // not yet published
   Clock::time_point created_ = Clock::now(), first_token_{}, finished_{};
 
   std::mutex mutex_;
   std::condition_variable cv_;
   std::string unread_;
+  std::vector<kernels::TopLogprobs> unread_logprobs_;
   bool done_ = false;
   Finish finish_ = Finish::None;
   std::string error_;

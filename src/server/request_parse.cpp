@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "server/api_error.h"
 #include "server/chat_messages.h"
+#include "server/constraint_parse.h"
 #include "server/tool_grammar.h"
 
 namespace ember::server {
@@ -77,14 +78,8 @@ void require_neutral(const json& obj) {
   };
   if (auto n = integer(obj, "n", 1, 128); n && *n != 1) unsupported("n", "other than 1");
   if (auto n = integer(obj, "best_of", 1, 128); n && *n != 1) unsupported("best_of", "other than 1");
-  if (const json* v = field(obj, "logprobs"); v && !(v->is_boolean() && !v->get<bool>())) unsupported("logprobs", "(log probabilities)");
-  if (const json* v = field(obj, "top_logprobs"); v && !(v->is_number_integer() && v->get<int64_t>() == 0)) unsupported("top_logprobs", "");
-  if (const json* v = field(obj, "logit_bias"); v && !(v->is_object() && v->empty())) unsupported("logit_bias", "");
   if (auto e = boolean(obj, "echo"); e && *e) unsupported("echo", "true");
   if (const json* v = field(obj, "suffix"); v && !(v->is_string() && v->get<std::string>().empty())) unsupported("suffix", "");
-  if (const json* v = field(obj, "response_format")) {
-    if (!v->is_object() || !v->contains("type") || (*v)["type"] != "text") unsupported("response_format", "other than {\"type\": \"text\"}");
-  }
 }
 
 std::vector<std::string> stop_strings(const json& obj) {
@@ -154,7 +149,8 @@ void check_prompt_length(const ParsedRequest& r, const ParseLimits& limits, cons
 
 const std::set<std::string> kCommon = {"model", "temperature", "top_p", "top_k", "min_p", "max_tokens", "stop", "seed",
                                        "presence_penalty", "frequency_penalty", "repetition_penalty", "n", "stream",
-                                       "stream_options", "user", "logprobs", "logit_bias", "metadata", "store", "service_tier"};
+                                       "stream_options", "user", "logprobs", "logit_bias", "metadata", "store", "service_tier",
+                                       "grammar", "response_format"};
 
 }  // namespace
 
@@ -188,7 +184,7 @@ json parse_json_object(const std::string& body, uint32_t max_depth) {
 ParsedRequest parse_chat_request(const std::string& body, const llm::Tokenizer& tokenizer, const ParseLimits& limits, const ChatPrompt* prompt) {
   json obj = parse_json_object(body, limits.max_json_depth);
   std::set<std::string> known = kCommon;
-  known.insert({"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls", "response_format"});
+  known.insert({"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls"});
   refuse_unknown(obj, known, "");
   ParsedRequest r;
   const json* msgs = field(obj, "messages");
@@ -201,7 +197,12 @@ ParsedRequest parse_chat_request(const std::string& body, const llm::Tokenizer& 
   const auto messages = parse_chat_messages(ordered["messages"], chat.renders_tool_calls());
   r.tools = parse_tool_request(ordered);
   common_fields(obj, r, limits);
+  parse_constraint_fields(obj, body, tokenizer, /*chat=*/true, r.job);
   r.job.prompt = chat.encode(tokenizer, messages, r.tools.offered() ? r.tools.functions : nlohmann::ordered_json::array());
+  if (r.tools.forced_call() && !r.job.grammar.empty())
+    throw ApiError::bad_request("'tool_choice' " + std::string(r.tools.choice == ToolChoice::Required ? "\"required\"" : "naming a function") +
+                                    " forces a call and cannot be combined with 'response_format' or 'grammar'",
+                                "tool_choice");
   apply_tool_request(r.tools, tokenizer, r.job);
   check_prompt_length(r, limits, "messages");
   return r;
@@ -230,6 +231,7 @@ ParsedRequest parse_completion_request(const std::string& body, const llm::Token
     throw ApiError::bad_request("'prompt' must be a string, an array of one string, or an array of token ids", "prompt", "invalid_type");
   }
   common_fields(obj, r, limits);
+  parse_constraint_fields(obj, body, tokenizer, /*chat=*/false, r.job);
   check_prompt_length(r, limits, "prompt");
   return r;
 }

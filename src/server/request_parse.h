@@ -4,7 +4,8 @@
 // Field policy (docs in README text of the server issue):
 // - Unknown fields are refused (400, code "unknown_parameter", the field named), like OpenAI's
 //   "Unrecognized request argument". Known OpenAI fields ember does not implement are accepted
-//   only with their neutral value (n = 1, logprobs false/null, logit_bias {}, echo false, ...).
+//   only with their neutral value (n = 1, echo false, ...). response_format, grammar, logit_bias and
+//   logprobs are constraint_parse.h's.
 // - null means "not given" for every optional field.
 // - presence_penalty / frequency_penalty (each in [-2, 2]) have no exact counterpart in the GPU
 //   sampler; when repetition_penalty is not given they map to a multiplicative repetition

@@ -48,7 +48,14 @@ Scheduler::Scheduler(llm::Session& session, const SchedulerOptions& options) : s
     for (uint32_t i = 0; i < options.parallel; i++)
       slots_[i].batch_groups = sampler_->bind(batch_->logits_row(i), {&slots_[i].model->tokens()}, {&slots_[i].params});
   }
-  readback_ = std::make_unique<gpu::ReadbackRing>(device, uint64_t(options.parallel) * 4, 2, "slots.readback");
+  controls_ = std::make_unique<RowControlsContext>(base.kernels(), session.tokenizer(), sample_vocab_, session.stop_ids());
+  for (uint32_t i = 0; i < options.parallel; i++) {
+    Slot& s = slots_[i];
+    const gpu::Binding row = batch_ ? batch_->logits_row(i) : gpu::Binding{};
+    s.controls = std::make_unique<RowControls>(*controls_, device, gpu::Binding{&s.model->logits()}, batch_ ? &row : nullptr,
+                                               gpu::Binding{&s.model->tokens()});
+  }
+  readback_ = std::make_unique<gpu::ReadbackRing>(device, uint64_t(options.parallel) * (4 + kernels::Logprobs::kOutBytes), 2, "slots.readback");
   thread_ = std::thread([this] { run(); });
 }
 
@@ -149,6 +156,13 @@ void Scheduler::run() {
         continue;
       }
       try {
+        s->controls->start(s->job->request());
+      } catch (const std::exception& e) {
+        const std::string error = std::string("the grammar does not parse: ") + e.what();
+        end(*s, &error);
+        continue;
+      }
+      try {
         s->model->reset();  // nothing of the slot's previous request survives
         s->model->prefill(s->job->request().prompt);
       } catch (const std::exception& e) {
@@ -174,6 +188,11 @@ void Scheduler::run() {
   }
 }
 
+bool Scheduler::is_end(uint32_t id) const {
+  const auto& ends = session_.stop_ids();
+  return std::find(ends.begin(), ends.end(), id) != ends.end();
+}
+
 // After `sampled` ids, a job may take another: under its max_tokens and with a position left.
 bool Scheduler::may_sample_more(const JobRequest& r, uint32_t sampled) const {
   return sampled < std::max<uint32_t>(1, r.max_tokens) && r.prompt.size() + sampled < capacity_;
@@ -186,39 +205,69 @@ void Scheduler::step() {
   // read-back buffer). The decodes of two or more slots run as one batched step (row i = slot i).
   std::vector<uint32_t> decoding;
   std::vector<Slot*> stepping;
+  bool constrained = false;
   for (uint32_t i = 0; i < slots_.size(); i++) {
     Slot& s = slots_[i];
     if (!s.job || !may_sample_more(s.job->request(), s.submitted)) continue;
     stepping.push_back(&s);
     if (s.submitted > 0) decoding.push_back(i);
+    constrained = constrained || s.controls->constrained();
   }
-  if (!stepping.empty()) {
-    gpu::Recorder rec(device);
-    const bool batched = batch_ && decoding.size() >= 2;
-    if (batched) batch_->record(rec, decoding);
-    InFlight f;
-    f.readback = next_readback_;
-    next_readback_ ^= 1u;
-    f.batched_rows = batched ? decoding.size() : 0;
+  if (stepping.empty()) return finish_in_flight();
+  gpu::Recorder rec(device);
+  const bool batched = batch_ && decoding.size() >= 2;
+  if (batched) batch_->record(rec, decoding);
+  std::vector<std::pair<Slot*, std::shared_ptr<Job>>> sampling;
+  if (constrained) {
+    // A grammar's mask needs the id in flight: submit this step's decodes now, read that id back
+    // while the GPU runs them, then submit the samples with the masks (their status words with
+    // them, so the read-back checks the decodes' too).
+    for (Slot* s : stepping)
+      if (s->submitted > 0 && !batched) s->model->record_decode(rec);
+    std::vector<gpu::StatusWord> words = rec.take_watched();
+    rec.submit();
+    for (const auto& w : words) rec.watch(w);
+    finish_in_flight();
     for (Slot* s : stepping) {
-      const bool from_batch = batched && s->submitted > 0;
-      if (s->submitted > 0 && !from_batch) s->model->record_decode(rec);
-      const auto& sampling = s->job->request().sampling;
-      const uint32_t pos = s->model->position();
-      kernels::upload_params(device, s->params, sampling.gpu_params(sample_vocab_, pos, s->submitted));
-      const auto& groups = from_batch ? s->batch_groups : s->groups;
-      if (sampling.greedy()) sampler_->record_greedy(rec, groups);
-      else sampler_->record_sample(rec, groups);
-      rec.copy(s->model->tokens(), uint64_t(pos) * 4, readback_->buffer(f.readback), uint64_t(s - slots_.data()) * 4, 4);
-      s->submitted++;
-      f.rows.emplace_back(s, s->job);
+      if (!s->job) continue;  // ended with the id just read: its decode ran for nothing
+      try {
+        s->controls->prepare();
+      } catch (const std::exception& e) {  // this request's grammar is stuck: it alone fails
+        const std::string error = std::string("constrained decoding failed: ") + e.what();
+        end(*s, &error);
+        continue;
+      }
+      sampling.emplace_back(s, s->job);
     }
-    readback_->submit(rec, f.readback);
-    finish_in_flight();
-    in_flight_ = std::move(f);
   } else {
-    finish_in_flight();
+    for (Slot* s : stepping) {
+      s->controls->prepare();  // (logit_bias only: never throws)
+      sampling.emplace_back(s, s->job);
+    }
   }
+  InFlight f;
+  f.readback = next_readback_;
+  next_readback_ ^= 1u;
+  f.batched_rows = batched ? decoding.size() : 0;
+  for (auto& [s, job] : sampling) {
+    const bool from_batch = batched && s->submitted > 0;
+    if (!constrained && s->submitted > 0 && !from_batch) s->model->record_decode(rec);
+    const auto& options = job->request().sampling;
+    const uint32_t pos = s->model->position();
+    kernels::upload_params(device, s->params, options.gpu_params(sample_vocab_, pos, s->submitted));
+    const auto& groups = from_batch ? s->batch_groups : s->groups;
+    s->controls->record_edit(rec, from_batch);
+    if (options.greedy()) sampler_->record_greedy(rec, groups);
+    else sampler_->record_sample(rec, groups);
+    const uint64_t row = static_cast<uint64_t>(s - slots_.data());
+    rec.copy(s->model->tokens(), uint64_t(pos) * 4, readback_->buffer(f.readback), row * 4, 4);
+    s->controls->record_logprobs(rec, from_batch, pos, readback_->buffer(f.readback), logprobs_offset(row));
+    s->submitted++;
+    f.rows.emplace_back(s, job);
+  }
+  readback_->submit(rec, f.readback);
+  finish_in_flight();
+  in_flight_ = std::move(f);
 }
 
 void Scheduler::finish_in_flight(bool discard) {
@@ -226,8 +275,8 @@ void Scheduler::finish_in_flight(bool discard) {
   InFlight f = std::move(*in_flight_);
   in_flight_.reset();
   // Throws, naming the kernel, where a kernel of the step gave up: its ids are never used.
-  std::vector<uint32_t> ids(slots_.size());
-  std::memcpy(ids.data(), readback_->read(f.readback, "decode step").data(), ids.size() * 4);
+  std::vector<uint32_t> words(readback_->payload_bytes() / 4);
+  std::memcpy(words.data(), readback_->read(f.readback, "decode step").data(), words.size() * 4);
   readback_->release(f.readback);
   if (discard) return;
   {
@@ -237,8 +286,16 @@ void Scheduler::finish_in_flight(bool discard) {
   }
   for (auto& [s, job] : f.rows) {
     if (s->job != job) continue;  // ended (stop, cancel) while this step ran: its id is dropped
-    const uint32_t id = ids[static_cast<size_t>(s - slots_.data())];
+    const size_t row = static_cast<size_t>(s - slots_.data());
+    const uint32_t id = words[row];
     s->steps++;
+    const auto& r = job->request();
+    if (r.logprobs) job->set_logprobs(kernels::Logprobs::unpack(std::span(words).subspan(logprobs_offset(row) / 4), r.top_logprobs));
+    if (!is_end(id) && !s->controls->accept(id)) {  // the mask allowed it: a grammar the matcher cannot follow
+      const std::string error = "constrained decoding failed: the grammar refuses token " + std::to_string(id) + ", which its mask allowed";
+      end(*s, &error);
+      continue;
+    }
     const bool go_on = job->accept(id);
     if (!go_on || !may_sample_more(job->request(), s->steps)) end(*s);
   }

@@ -3,7 +3,9 @@
 // records the decode of every active slot (one llm::Lfm2BatchDecoder step over their rows when
 // two or more decode, so each weight is read once per step; a lone slot uses its model's own
 // decode), then the GPU sample and the id copy of each slot, into one gpu::Recorder, submits
-// once and reads all ids back from one buffer. Requests join (prefill) and leave (stop, length,
+// once and reads all ids back from one buffer. While a request with a grammar decodes, a step is
+// two submits: the decodes, then (once the previous ids are read and the masks made meanwhile)
+// the samples (docs/structured-output.md). Requests join (prefill) and leave (stop, length,
 // cancel) between steps. Beyond the slots a bounded queue waits; beyond the queue, submit()
 // refuses with 503.
 #pragma once
@@ -23,6 +25,7 @@
 #include "llm/lfm2_batch.h"
 #include "llm/session.h"
 #include "server/job.h"
+#include "server/row_controls.h"
 
 namespace ember::server {
 
@@ -63,6 +66,7 @@ class Scheduler {
     gpu::Buffer params;
     kernels::Sampler::Groups groups;        // samples the model's own logits (prefill, lone decode)
     kernels::Sampler::Groups batch_groups;  // samples this slot's row of the batch decoder's logits
+    std::unique_ptr<RowControls> controls;  // logit edits and logprobs around the sample
     std::shared_ptr<Job> job;
     uint32_t steps = 0;      // ids of the current job read back and accepted
     uint32_t submitted = 0;  // ids of the current job sampled on the GPU (steps, plus the step in flight)
@@ -84,6 +88,8 @@ class Scheduler {
   bool may_sample_more(const JobRequest& r, uint32_t sampled) const;
   // Waits for the step in flight and hands its ids to the jobs (or drops them with `discard`).
   void finish_in_flight(bool discard = false);
+  uint64_t logprobs_offset(uint64_t row) const { return uint64_t(slots_.size()) * 4 + row * kernels::Logprobs::kOutBytes; }
+  bool is_end(uint32_t id) const;  // an end-of-generation id (never grammar output)
   // Frees the slot, then completes its job (or fails it with *error) and reports it to on_done.
   void end(Slot& slot, const std::string* error = nullptr);
 
@@ -91,9 +97,11 @@ class Scheduler {
   SchedulerOptions options_;
   uint32_t capacity_ = 0, sample_vocab_ = 0;
   std::unique_ptr<kernels::Sampler> sampler_;
+  std::unique_ptr<RowControlsContext> controls_;
   std::vector<Slot> slots_;
   std::unique_ptr<llm::Lfm2BatchDecoder> batch_;  // row i = slot i; null where the shapes do not allow it
-  // Two slots, alternating: one in flight, one being read. A slot holds each slot's id; the ring
+  // Two slots, alternating: one in flight, one being read. A slot holds each slot's id (then each
+  // slot's logprobs, Logprobs::kOutBytes, after all the ids); the ring
   // checks the status words of the step's kernels (the sampler's, each decode's) with them.
   std::unique_ptr<gpu::ReadbackRing> readback_;
   uint32_t next_readback_ = 0;
