@@ -115,7 +115,7 @@ class Parser {
         pos_++;
         return c;
       }
-      if (!ident_start(peek())) fail("expected a keyword argument (name=value)");
+      if (!ident_start(peek())) fail("a positional argument or no keyword: arguments must be keyword=value");
       const size_t start = pos_;
       while (ident_char(peek())) pos_++;
       std::string key(s_.substr(start, pos_ - start));
