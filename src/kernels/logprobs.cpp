@@ -9,7 +9,7 @@
 namespace ember::kernels {
 
 Logprobs::Logprobs(gpu::KernelCache& kernels) : kernels_(kernels) {
-  kernel_ = &kernels.get({.file = "logprobs.wgsl", .constants = {{"WG", 256}, {"N", double(kMaxTop)}}});
+  kernel_ = &kernels.get({.file = "logprobs.wgsl", .constants = {{"WG", 256}}});
 }
 
 gpu::BindGroup Logprobs::bind(gpu::Binding logits, gpu::Binding tokens, gpu::Binding params, gpu::Binding out) const {

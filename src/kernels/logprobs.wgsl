@@ -4,7 +4,7 @@
 // id) pairs, best first (ties to the lower id). Ids the logit edit masked come out near
 // -3.4e38; the host drops them.
 override WG: u32 = 256u;
-override N: u32 = 20u;  // the largest `top`
+const N: u32 = 20u;  // the largest `top` (Logprobs::kMaxTop)
 
 struct Params {
   vocab: u32,
@@ -18,7 +18,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> p: Params;
 @group(0) @binding(3) var<storage, read_write> out: array<u32>;
 
-const LOWEST = -3.4028235e38;
+const LOWEST = -3.4e38;  // = logit_edit.wgsl's MASKED: a masked id is never above "nothing"
 const NO_ID = 0xffffffffu;
 
 var<workgroup> rv: array<f32, WG>;

@@ -15,7 +15,7 @@ const char* kBase = R"(ws ::= ( " " | "\n" [ \t]{0,12} )?
 json-string ::= "\"" json-char* "\""
 json-char ::= [^"\\\x00-\x1f] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )
 json-integer ::= "-"? ( "0" | [1-9] [0-9]{0,15} )
-json-number ::= json-integer ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?
+json-number ::= json-integer ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} )?
 json-boolean ::= "true" | "false"
 json-null ::= "null"
 json-value ::= json-object | json-array | json-string | json-number | json-boolean | json-null

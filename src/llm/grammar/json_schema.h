@@ -5,8 +5,9 @@
 //
 // The grammar admits a subset of the documents the schema accepts, every one of which validates:
 // properties come in the schema's order, an object with `properties` gets no others, whitespace
-// between tokens is bounded, and numbers have at most 16 integer and 16 fraction digits (so that
-// a model cannot spin forever inside a number or between tokens).
+// between tokens is bounded, and numbers have at most 16 integer, 16 fraction and 2 exponent
+// digits (every number fits a double, and a model cannot spin forever inside a number or between
+// tokens).
 #pragma once
 
 #include <stdexcept>

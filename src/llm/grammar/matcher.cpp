@@ -38,8 +38,8 @@ void normalize(std::vector<Stack>& stacks) {
 
 // Could a character element match some code point whose UTF-8 starts with the bits `partial`,
 // `pending` continuation bytes still to come?
-bool may_match(const Element& e, uint32_t partial, uint32_t pending) {
-  const uint32_t lo = partial << (6 * pending), hi = lo | ((1u << (6 * pending)) - 1);
+bool may_match(const Element& e, uint32_t partial, uint32_t pending, uint32_t floor) {
+  const uint32_t lo = std::max(floor, partial << (6 * pending)), hi = std::min(0x10ffffu, (partial << (6 * pending)) | ((1u << (6 * pending)) - 1));
   for (const auto& [a, b] : e.ranges) {
     if (!e.negated && a <= hi && b >= lo) return true;
     if (e.negated && a <= lo && b >= hi) return false;  // the whole span excluded
@@ -55,9 +55,9 @@ MatchState advance(const Grammar& g, const MatchState& s, uint8_t byte) {
     // Only well-formed UTF-8 (RFC 3629): no overlong forms, surrogates or code points past
     // U+10FFFF, so that grammar output always decodes.
     if (byte < 0x80) cp = byte;
-    else if (byte >= 0xc2 && byte <= 0xdf) out.partial = byte & 0x1f, out.pending = 1;
-    else if ((byte & 0xf0) == 0xe0) out.partial = byte & 0x0f, out.pending = 2;
-    else if (byte >= 0xf0 && byte <= 0xf4) out.partial = byte & 0x07, out.pending = 3;
+    else if (byte >= 0xc2 && byte <= 0xdf) out.partial = byte & 0x1f, out.pending = 1, out.floor = 0x80;
+    else if ((byte & 0xf0) == 0xe0) out.partial = byte & 0x0f, out.pending = 2, out.floor = 0x800;
+    else if (byte >= 0xf0 && byte <= 0xf4) out.partial = byte & 0x07, out.pending = 3, out.floor = 0x10000;
     else return out;  // a continuation byte with no lead, or no UTF-8 lead byte at all
   } else {
     if ((byte & 0xc0) != 0x80) return out;
@@ -68,14 +68,15 @@ MatchState advance(const Grammar& g, const MatchState& s, uint8_t byte) {
     if (s.pending == 3 && s.partial == 0x4 && byte >= 0x90) return out;  // past U+10FFFF
     out.partial = (s.partial << 6) | (byte & 0x3f);
     out.pending = s.pending - 1;
+    out.floor = s.floor;
     cp = out.partial;
   }
   if (out.pending > 0) {
     for (const Stack& st : s.stacks)
-      if (!st.empty() && may_match(*st.back(), out.partial, out.pending)) out.stacks.push_back(st);
+      if (!st.empty() && may_match(*st.back(), out.partial, out.pending, out.floor)) out.stacks.push_back(st);
     return out;  // still sorted and unique
   }
-  out.partial = 0;
+  out.partial = out.floor = 0;
   for (const Stack& st : s.stacks) {
     if (st.empty() || !st.back()->matches(cp)) continue;
     Stack n = st;
@@ -93,6 +94,7 @@ uint64_t hash_state(const MatchState& s) {
   auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
   mix(s.partial);
   mix(s.pending);
+  mix(s.floor);
   for (const Stack& st : s.stacks) {
     mix(st.size());
     for (const Element* e : st) mix(reinterpret_cast<uintptr_t>(e));

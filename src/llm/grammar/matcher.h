@@ -54,6 +54,7 @@ struct MatchState {
   std::vector<Stack> stacks;  // sorted, unique
   uint32_t partial = 0;       // an unfinished UTF-8 character: its bits so far
   uint32_t pending = 0;       // and how many continuation bytes it still needs
+  uint32_t floor = 0;         // and the smallest code point its length encodes
   bool operator==(const MatchState&) const = default;
 };
 
