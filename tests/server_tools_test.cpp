@@ -24,10 +24,10 @@ const json kTool = json::parse(R"({"type": "function", "function": {"name": "get
   "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Tokyo"]}, "days": {"type": "integer"}},
   "required": ["city"]}}})");
 
-json body(json extra) {
+json body(const json& extra) {
   json b = {{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}}, {"max_tokens", 40},
             {"temperature", 0}, {"tools", json::array({kTool})}};
-  b.update(extra);
+  if (extra.is_object()) b.update(extra);
   return b;
 }
 
@@ -94,13 +94,14 @@ TEST(ServerTools, BadToolFieldsAre400s) {
   auto param = [](const json& b) {
     auto r = test::post(server(), "/v1/chat/completions", b.dump());
     EXPECT_EQ(r.status, 400) << r.body;
-    return r.json()["error"]["param"];
+    const json reply = r.json();
+    return reply["error"]["param"];
   };
   EXPECT_EQ(param(body({{"tools", "x"}})), "tools");
   EXPECT_EQ(param(body({{"tools", json::array({{{"type", "function"}, {"function", {{"name", ""}}}}})}})), "tools[0].function.name");
   EXPECT_EQ(param(body({{"tool_choice", "always"}})), "tool_choice");
   EXPECT_EQ(param(body({{"parallel_tool_calls", 1}})), "parallel_tool_calls");
-  json bad_history = body({});
+  json bad_history = body(json::object());
   bad_history["messages"].push_back({{"role", "tool"}, {"content", "21"}});
   EXPECT_EQ(param(bad_history), "messages[1].tool_call_id");
   EXPECT_TRUE(server().alive());
@@ -110,7 +111,8 @@ TEST(ServerTools, NoneAndAutoAnswerWithoutForcing) {
   for (const char* choice : {"none", "auto"}) {
     auto r = test::post(server(), "/v1/chat/completions", body({{"tool_choice", choice}, {"max_tokens", 6}}).dump());
     ASSERT_EQ(r.status, 200) << r.body;
-    const json& c = r.json()["choices"][0];
+    const json reply = r.json();
+    const json& c = reply["choices"][0];
     if (std::string(choice) == "none") {
       EXPECT_FALSE(c["message"].contains("tool_calls")) << r.body;
       EXPECT_NE(c["finish_reason"], "tool_calls");
