@@ -46,7 +46,8 @@ std::string error_of(const std::function<void()>& f) {
 }  // namespace
 
 TEST(ChatTemplateGoldens, RealFamiliesMatchJinja2) {
-  auto golden = nlohmann::json::parse(read_file(fixture("goldens.json")));
+  // Ordered: tools and messages keep the key order jinja2 saw (tojson writes dicts in that order).
+  auto golden = nlohmann::ordered_json::parse(read_file(fixture("goldens.json")));
   size_t rendered = 0, raised = 0;
   std::set<std::string> families;
   for (const auto& c : golden["cases"]) {
@@ -55,17 +56,19 @@ TEST(ChatTemplateGoldens, RealFamiliesMatchJinja2) {
     auto tmpl = llm::HfChatTemplate::from_config_file(fixture(config));
     const auto& messages = golden["conversations"][c["conversation"].get<std::string>()];
     bool gen = c["add_generation_prompt"];
+    nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+    if (c.contains("tools")) extra["tools"] = golden["tools"][c["tools"].get<std::string>()];
     if (c.contains("error")) {
-      std::string e = error_of([&] { tmpl.render(messages, gen); });
+      std::string e = error_of([&] { tmpl.render(messages, gen, extra); });
       EXPECT_NE(e.find(c["error"].get<std::string>()), std::string::npos) << e;
       raised++;
     } else {
-      EXPECT_EQ(tmpl.render(messages, gen), c["rendered"].get<std::string>());
+      EXPECT_EQ(tmpl.render(messages, gen, extra), c["rendered"].get<std::string>());
       rendered++;
     }
     families.insert(config);
   }
-  EXPECT_EQ(families.size(), 5u);
+  EXPECT_EQ(families.size(), 6u);
   EXPECT_GT(raised, 0u);
   EXPECT_GE(rendered, 30u);
 }

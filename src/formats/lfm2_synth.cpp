@@ -8,6 +8,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "formats/safetensors.h"
+#include "llm/lfm2_chat_template.h"
 
 namespace ember::formats {
 namespace fs = std::filesystem;
@@ -99,6 +100,14 @@ std::string byte_level_tokenizer_json() {
     merge_list.push_back(a + " " + b);
     if (!vocab.contains(a + b)) vocab[a + b] = id++;
   }
+  // LFM2's tool markers, last so that every other id stays where it was: the chat template lists
+  // tools with them and the model calls tools with them.
+  for (const char* s : {"<|tool_list_start|>", "<|tool_list_end|>", "<|tool_call_start|>", "<|tool_call_end|>",
+                        "<|tool_response_start|>", "<|tool_response_end|>"}) {
+    added.push_back({{"id", id}, {"content", s}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
+                     {"normalized", false}, {"special", true}});
+    vocab[s] = id++;
+  }
   OrderedJson byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
   OrderedJson j = {{"version", "1.0"},
                    {"truncation", nullptr},
@@ -113,6 +122,12 @@ std::string byte_level_tokenizer_json() {
                               {"fuse_unk", false}, {"byte_fallback", false}, {"ignore_merges", false},
                               {"vocab", vocab}, {"merges", merge_list}}}};
   return j.dump(2);
+}
+
+std::string lfm2_tokenizer_config_json() {
+  OrderedJson j = {{"bos_token", "<|startoftext|>"}, {"eos_token", "<|im_end|>"}, {"pad_token", "<|pad|>"},
+                   {"chat_template", llm::lfm2_chat_template_source()}};
+  return j.dump(2) + "\n";
 }
 
 OutputKind lfm2_checkpoint_output() {
@@ -157,6 +172,7 @@ void synth_lfm2_checkpoint(const Lfm2Config& config, const OutputTarget& out, co
     write_file_atomic(tmp / "config.json", to_json(config, opts.bf16 ? "bfloat16" : "float32").dump(2) + "\n");
     write_safetensors(tmp / "model.safetensors", tensors, {{"format", "pt"}, {kEmberOutputKey, kLfm2CheckpointId}});
     write_file_atomic(tmp / "tokenizer.json", tokenizer);
+    write_file_atomic(tmp / "tokenizer_config.json", lfm2_tokenizer_config_json());
   });
 }
 

@@ -1,5 +1,5 @@
 // Random-weight LFM2 checkpoints in Hugging Face's own format (config.json, model.safetensors,
-// tokenizer.json), so tests and demos go through the real converter.
+// tokenizer.json, tokenizer_config.json), so tests and demos go through the real converter.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,12 @@ OutputKind lfm2_checkpoint_output();
 inline constexpr const char* kLfm2CheckpointId = "lfm2-checkpoint";
 
 // A small byte-level BPE tokenizer.json (256 byte tokens, a few merges, the LFM2 chat specials
-// <|pad|> 0, <|startoftext|> 1, <|endoftext|> 2, <|im_start|> 3, <|im_end|> 4).
+// <|pad|> 0, <|startoftext|> 1, <|endoftext|> 2, <|im_start|> 3, <|im_end|> 4, and after the
+// merges LFM2's six tool markers <|tool_list_start|> ... <|tool_response_end|>).
 std::string byte_level_tokenizer_json();
+
+// The checkpoint's tokenizer_config.json: LFM2's special token names and ember's text of LFM2's
+// chat template (llm/lfm2_chat_template.h), which tool calling renders through.
+std::string lfm2_tokenizer_config_json();
 
 }  // namespace ember::formats

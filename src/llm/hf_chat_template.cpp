@@ -64,7 +64,11 @@ HfChatTemplate HfChatTemplate::from_config_json(const nlohmann::json& config, co
   } else {
     throw Error("chat_template is neither a string nor a list of named templates", origin);
   }
-  return HfChatTemplate(compile(source, origin), special_tokens(config));
+  return HfChatTemplate(compile(source, origin), special_tokens(config), source);
+}
+
+HfChatTemplate HfChatTemplate::from_source(const std::string& source, const nlohmann::json& tokens, const std::string& origin) {
+  return HfChatTemplate(compile(source, origin), special_tokens(tokens), source);
 }
 
 bool HfChatTemplate::find_in_model_dir(const std::string& dir, std::unique_ptr<HfChatTemplate>& out) {
@@ -73,7 +77,8 @@ bool HfChatTemplate::find_in_model_dir(const std::string& dir, std::unique_ptr<H
   nlohmann::json config = fs::exists(config_path) ? parse_json(config_path) : nlohmann::json::object();
   std::string jinja_path = (fs::path(dir) / "chat_template.jinja").string();
   if (fs::exists(jinja_path)) {
-    out.reset(new HfChatTemplate(compile(read_text(jinja_path), jinja_path), special_tokens(config)));
+    std::string source = read_text(jinja_path);
+    out.reset(new HfChatTemplate(compile(source, jinja_path), special_tokens(config), source));
     return true;
   }
   if (!config.contains("chat_template")) return false;
@@ -83,6 +88,17 @@ bool HfChatTemplate::find_in_model_dir(const std::string& dir, std::unique_ptr<H
 
 std::string HfChatTemplate::render(const nlohmann::json& messages, bool add_generation_prompt, const nlohmann::json& extra) const {
   nlohmann::json context = tokens_;
+  if (extra.is_object())
+    for (const auto& [k, v] : extra.items()) context[k] = v;
+  context["messages"] = messages;
+  context["add_generation_prompt"] = add_generation_prompt;
+  return template_.render(context);
+}
+
+std::string HfChatTemplate::render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                                   const nlohmann::ordered_json& extra) const {
+  nlohmann::ordered_json context = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : tokens_.items()) context[k] = v.get<std::string>();
   if (extra.is_object())
     for (const auto& [k, v] : extra.items()) context[k] = v;
   context["messages"] = messages;

@@ -25,14 +25,21 @@ class HfChatTemplate {
   // A model directory: chat_template.jinja if present, else tokenizer_config.json's template.
   // Returns false when the directory has neither (the caller falls back to LFM2's built-in).
   static bool find_in_model_dir(const std::string& dir, std::unique_ptr<HfChatTemplate>& out);
+  // Template text and the special tokens it sees (bos_token, ...); `origin` names it in errors.
+  static HfChatTemplate from_source(const std::string& source, const nlohmann::json& tokens, const std::string& origin);
 
   std::string render(const nlohmann::json& messages, bool add_generation_prompt,
                      const nlohmann::json& extra = nlohmann::json::object()) const;
+  // With the key order of messages and extra (e.g. tools) kept, as transformers passes Python dicts.
+  std::string render(const nlohmann::ordered_json& messages, bool add_generation_prompt, const nlohmann::ordered_json& extra) const;
+  const std::string& source() const { return source_; }
 
  private:
-  HfChatTemplate(jinja::Template t, nlohmann::json tokens) : template_(std::move(t)), tokens_(std::move(tokens)) {}
+  HfChatTemplate(jinja::Template t, nlohmann::json tokens, std::string source)
+      : template_(std::move(t)), tokens_(std::move(tokens)), source_(std::move(source)) {}
   jinja::Template template_;
   nlohmann::json tokens_;  // bos_token, eos_token, ...
+  std::string source_;
 };
 
 }  // namespace ember::llm

@@ -12,6 +12,7 @@
 #include "server/responses_api.h"
 #include "server/text_to_3d_service.h"
 #include "server/web_assets.h"
+#include "server/tool_reply.h"
 
 namespace ember::server {
 namespace {
@@ -66,6 +67,7 @@ HttpServer::HttpServer(const ServerOptions& options) : HttpServer(nullptr, nullp
 HttpServer::HttpServer(llm::Session* session, Scheduler* scheduler, const ServerOptions& options)
     : session_(session), scheduler_(scheduler), options_(options), log_(options.log_format) {
   if (options.max_body_bytes == 0) throw Error("the body limit must be positive", "--max-body");
+  if (session) chat_prompt_ = ChatPrompt::for_model_dir(session->pack().dir().string());
   ListenerOptions lo;
   lo.host = options.host;
   lo.port = options.port;
@@ -195,7 +197,7 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
   const auto& tok = session_->tokenizer();
   ParsedRequest p;
   try {
-    p = chat ? parse_chat_request(req.body, tok, limits) : parse_completion_request(req.body, tok, limits);
+    p = chat ? parse_chat_request(req.body, tok, limits, chat_prompt_.get()) : parse_completion_request(req.body, tok, limits);
   } catch (const ApiError& e) {
     return send_api_error(res, e);
   } catch (const Error& e) {  // e.g. text the tokenizer refuses
@@ -205,6 +207,10 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
   note_request_tokens(prompt_tokens, 0);
   if (options_.context) p.job.max_tokens = std::min(p.job.max_tokens, limits.capacity - prompt_tokens);  // -c bounds the completion too
   const bool stream = p.stream, include_usage = p.include_usage, logprobs = p.job.logprobs;
+  const ToolRequest tool_request = p.tools;
+  // ToolReply splits one choice's text into content and calls.
+  if (tool_request.offered() && p.n > 1)
+    return send_api_error(res, ApiError::bad_request("n > 1 is not supported together with tools: ask for one choice", "n"));
   std::vector<std::shared_ptr<Job>> jobs;
   try {
     jobs = scheduler_->submit(std::move(p.job), p.n);
@@ -213,6 +219,8 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
   }
   const size_t n = jobs.size();
   const ResponseMeta meta = new_meta(chat, options_.model_name);
+  std::optional<ToolReply> tools;  // the output is split into content and tool calls
+  if (chat && tool_request.offered()) tools.emplace(tool_request, meta);
   constexpr auto kPoll = std::chrono::milliseconds(100);  // how soon a vanished client frees its slot
   // With several choices each wait is short: a choice's text must not wait for another's.
   const auto poll = n == 1 ? kPoll : std::chrono::milliseconds(10);
@@ -260,6 +268,7 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
     json full = full_response(meta, choices, usage);
     if (logprobs)
       for (size_t i = 0; i < n; i++) writers[i].attach(full, lps[i], i);
+    if (tools) tools->complete(full, choices[0].text, choices[0].finish);
     res.send(200, kJson, dump(full));
     return;
   }
@@ -281,14 +290,23 @@ void HttpServer::generation(const HttpRequest& req, HttpResponder& res, bool cha
       const auto index = static_cast<uint32_t>(i);
       std::string out;
       if (!u.text.empty()) {
-        json chunk = stream_chunk(meta, u.text, std::nullopt, false, index);
-        if (logprobs) writers[i].attach(chunk, lps[i]);
+        if (tools) {  // one choice; tool-call deltas carry no logprobs
+          out += tools->stream(u.text);
+        } else {
+          json chunk = stream_chunk(meta, u.text, std::nullopt, false, index);
+          if (logprobs) writers[i].attach(chunk, lps[i]);
+          out += sse_event(chunk);
+        }
         lps[i].clear();
-        out += sse_event(chunk);
       }
       if (u.done && u.finish != Finish::Error) {
         json chunk = stream_chunk(meta, "", u.finish, false, index);
-        if (logprobs && !lps[i].empty()) writers[i].attach(chunk, lps[i]);  // ids that made no text yet
+        if (tools) {
+          out += tools->stream_end(u.finish);
+          chunk["choices"][0]["finish_reason"] = tools->finish_reason(u.finish);
+        } else if (logprobs && !lps[i].empty()) {
+          writers[i].attach(chunk, lps[i]);  // ids that made no text yet
+        }
         out += sse_event(chunk);
       }
       if (!out.empty()) {

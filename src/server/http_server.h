@@ -17,6 +17,7 @@
 
 #include "llm/session.h"
 #include "server/cors.h"
+#include "server/chat_prompt.h"
 #include "server/http_listener.h"
 #include "server/metrics.h"
 #include "server/request_log.h"
@@ -74,6 +75,7 @@ class HttpServer {
   RequestLog log_;
   std::unique_ptr<HttpListener> listener_;
   TextTo3DService* text_to_3d_ = nullptr;
+  std::shared_ptr<const ChatPrompt> chat_prompt_;  // the pack's chat template, or LFM2's
 };
 
 }  // namespace ember::server

@@ -9,7 +9,10 @@ const char* finish_reason(Finish f) { return f == Finish::Stop ? "stop" : "lengt
 
 Job::Job(JobRequest request, const llm::Tokenizer& tokenizer, std::vector<uint32_t> stop_ids)
     : request_(std::move(request)), stop_ids_(std::move(stop_ids)), detok_(tokenizer, /*skip_special_tokens=*/true),
-      stop_(request_.stops) {}
+      stop_(request_.stops) {
+  for (uint32_t id : request_.shown_special)
+    if (auto t = tokenizer.id_to_token(id)) shown_.emplace_back(id, *t);
+}
 
 bool Job::accept(uint32_t id) {
   if (generated_ == 0) first_token_ = Clock::now();
@@ -22,7 +25,9 @@ bool Job::accept(uint32_t id) {
   }
   if (pending_logprobs_) accepted_logprobs_.push_back(std::move(*pending_logprobs_));
   pending_logprobs_.reset();
-  std::string text = stop_.push(detok_.push(id));
+  // Other special tokens are left out of the text; these mark tool calls for the parser.
+  auto shown = std::find_if(shown_.begin(), shown_.end(), [&](const auto& s) { return s.first == id; });
+  std::string text = stop_.push(shown != shown_.end() ? detok_.finish() + shown->second : detok_.push(id));
   if (stop_.matched()) stopped_ = true;
   if (!text.empty()) publish(std::move(text), false, Finish::None);
   return !stopped_ && !cancelled();

@@ -26,6 +26,7 @@ struct JobRequest {
   llm::SamplingOptions sampling;
   uint32_t max_tokens = 16;
   std::vector<std::string> stops;  // stop strings, matched on the decoded text
+  std::vector<uint32_t> shown_special;  // special tokens whose text is output (LFM2's tool-call markers)
   // Constrained decoding and logit edits (docs/structured-output.md). grammar: GBNF text
   // (llm/grammar/gbnf.h), empty = none; response_format, the `grammar` field and tool_choice set it.
   std::string grammar;
@@ -84,6 +85,7 @@ class Job {
 
   JobRequest request_;
   std::vector<uint32_t> stop_ids_;
+  std::vector<std::pair<uint32_t, std::string>> shown_;  // shown_special ids and their text
   llm::StreamingDetokenizer detok_;
   StopMatcher stop_;
   std::atomic<bool> cancelled_{false};

@@ -6,9 +6,10 @@
 #include <set>
 
 #include "common/error.h"
-#include "llm/chat_template.h"
 #include "server/api_error.h"
+#include "server/chat_messages.h"
 #include "server/constraint_parse.h"
+#include "server/tool_grammar.h"
 
 namespace ember::server {
 namespace {
@@ -78,8 +79,6 @@ void require_neutral(const json& obj) {
   if (auto n = integer(obj, "best_of", 1, 128); n && *n != 1) unsupported("best_of", "other than 1");
   if (auto e = boolean(obj, "echo"); e && *e) unsupported("echo", "true");
   if (const json* v = field(obj, "suffix"); v && !(v->is_string() && v->get<std::string>().empty())) unsupported("suffix", "");
-  if (const json* v = field(obj, "tools"); v && !(v->is_array() && v->empty())) unsupported("tools", "(tool calls)");
-  if (const json* v = field(obj, "tool_choice"); v && !(v->is_string() && v->get<std::string>() == "none")) unsupported("tool_choice", "");
 }
 
 std::vector<std::string> stop_strings(const json& obj) {
@@ -182,7 +181,7 @@ json parse_json_object(const std::string& body, uint32_t max_depth) {
   return j;
 }
 
-ParsedRequest parse_chat_request(const std::string& body, const llm::Tokenizer& tokenizer, const ParseLimits& limits) {
+ParsedRequest parse_chat_request(const std::string& body, const llm::Tokenizer& tokenizer, const ParseLimits& limits, const ChatPrompt* prompt) {
   json obj = parse_json_object(body, limits.max_json_depth);
   std::set<std::string> known = kCommon;
   known.insert({"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls"});
@@ -192,35 +191,19 @@ ParsedRequest parse_chat_request(const std::string& body, const llm::Tokenizer& 
   if (!msgs) throw ApiError::bad_request("'messages' is required", "messages", "missing_required_parameter");
   if (!msgs->is_array()) wrong_type("messages", "an array", *msgs);
   if (msgs->empty()) throw ApiError::bad_request("'messages' must not be empty", "messages", "empty_array");
-  std::vector<llm::ChatMessage> messages;
-  for (size_t i = 0; i < msgs->size(); i++) {
-    const json& m = (*msgs)[i];
-    const std::string at = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) wrong_type(at, "an object", m);
-    refuse_unknown(m, {"role", "content", "name"}, " in " + at);
-    const json* role = field(m, "role");
-    if (!role) throw ApiError::bad_request("'" + at + ".role' is required", at + ".role", "missing_required_parameter");
-    if (!role->is_string()) wrong_type(at + ".role", "a string", *role);
-    std::string rs = role->get<std::string>();
-    if (rs == "developer") rs = "system";  // OpenAI's newer name for the system role
-    if (rs != "system" && rs != "user" && rs != "assistant" && rs != "tool")
-      throw ApiError::bad_request("'" + at + ".role' must be system, developer, user, assistant or tool", at + ".role");
-    std::string content;
-    const json* c = field(m, "content");
-    if (!c) throw ApiError::bad_request("'" + at + ".content' is required", at + ".content", "missing_required_parameter");
-    if (c->is_string()) content = c->get<std::string>();
-    else if (c->is_array()) {  // content parts: only text
-      for (const auto& part : *c) {
-        if (!part.is_object() || part.value("type", json()) != "text" || !part.contains("text") || !part["text"].is_string())
-          throw ApiError::bad_request("'" + at + ".content' parts must be {\"type\": \"text\", \"text\": \"...\"}", at + ".content");
-        content += part["text"].get<std::string>();
-      }
-    } else wrong_type(at + ".content", "a string or an array of text parts", *c);
-    messages.push_back({rs, content});
-  }
+  // Key order matters to the template (tools and arguments are listed as the client wrote them).
+  const auto ordered = nlohmann::ordered_json::parse(body);
+  const ChatPrompt& chat = prompt ? *prompt : ChatPrompt::lfm2();
+  const auto messages = parse_chat_messages(ordered["messages"], chat.renders_tool_calls());
+  r.tools = parse_tool_request(ordered);
   common_fields(obj, r, limits);
   parse_constraint_fields(obj, body, tokenizer, /*chat=*/true, r.job);
-  r.job.prompt = llm::encode_lfm2_chat(tokenizer, messages, /*add_generation_prompt=*/true);
+  r.job.prompt = chat.encode(tokenizer, messages, r.tools.offered() ? r.tools.functions : nlohmann::ordered_json::array());
+  if (r.tools.forced_call() && !r.job.grammar.empty())
+    throw ApiError::bad_request("'tool_choice' " + std::string(r.tools.choice == ToolChoice::Required ? "\"required\"" : "naming a function") +
+                                    " forces a call and cannot be combined with 'response_format' or 'grammar'",
+                                "tool_choice");
+  apply_tool_request(r.tools, tokenizer, r.job);
   check_prompt_length(r, limits, "messages");
   return r;
 }

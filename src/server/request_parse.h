@@ -19,7 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "llm/tokenizer.h"
+#include "server/chat_prompt.h"
 #include "server/job.h"
+#include "server/tool_request.h"
 
 namespace ember::server {
 
@@ -36,9 +38,12 @@ struct ParsedRequest {
   bool include_usage = false;  // stream_options.include_usage
   uint32_t n = 1;              // choices (Scheduler::submit)
   std::string model;           // as the client named it ("" when not given)
+  ToolRequest tools;           // tools, tool_choice, parallel_tool_calls (chat)
 };
 
-ParsedRequest parse_chat_request(const std::string& body, const llm::Tokenizer& tokenizer, const ParseLimits& limits);
+// `prompt`: the model's chat template (null: ember's LFM2 template).
+ParsedRequest parse_chat_request(const std::string& body, const llm::Tokenizer& tokenizer, const ParseLimits& limits,
+                                 const ChatPrompt* prompt = nullptr);
 ParsedRequest parse_completion_request(const std::string& body, const llm::Tokenizer& tokenizer, const ParseLimits& limits);
 
 // Throws ApiError when `body` is not one JSON object nested at most `max_depth` deep.

@@ -17,7 +17,8 @@ enum class Flow { Normal, Break, Continue };
 
 class Evaluator {
  public:
-  explicit Evaluator(const nlohmann::json& context) {
+  template <class Json>
+  explicit Evaluator(const Json& context) {
     scopes_.emplace_back();
     if (context.is_object())
       for (const auto& [k, v] : context.items()) scopes_.back()[k] = Value::from_json(v);
@@ -309,6 +310,13 @@ Template::Template(Template&&) noexcept = default;
 Template& Template::operator=(Template&&) noexcept = default;
 
 std::string Template::render(const nlohmann::json& context) const {
+  Evaluator ev(context);
+  std::string out;
+  ev.run(*body_, out);
+  return out;
+}
+
+std::string Template::render(const nlohmann::ordered_json& context) const {
   Evaluator ev(context);
   std::string out;
   ev.run(*body_, out);

@@ -31,6 +31,9 @@ class Template {
   // `context` is a JSON object whose keys become template variables. raise_exception(...)
   // inside the template throws ember::Error with the template's message.
   std::string render(const nlohmann::json& context) const;
+  // The same with the context's key order kept: dicts iterate (and tojson writes them) in the
+  // order the client wrote them, as Python's do.
+  std::string render(const nlohmann::ordered_json& context) const;
 
  private:
   std::shared_ptr<std::vector<Node>> body_;

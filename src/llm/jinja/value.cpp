@@ -67,27 +67,35 @@ std::string json_quote(const std::string& s) {
 
 }  // namespace
 
-Value Value::from_json(const nlohmann::json& j) {
+namespace {
+
+template <class Json>
+Value convert(const Json& j) {
   switch (j.type()) {
-    case nlohmann::json::value_t::null: return none();
-    case nlohmann::json::value_t::boolean: return boolean(j.get<bool>());
-    case nlohmann::json::value_t::number_integer:
-    case nlohmann::json::value_t::number_unsigned: return integer(j.get<int64_t>());
-    case nlohmann::json::value_t::number_float: return real(j.get<double>());
-    case nlohmann::json::value_t::string: return string(j.get<std::string>());
-    case nlohmann::json::value_t::array: {
+    case Json::value_t::null: return Value::none();
+    case Json::value_t::boolean: return Value::boolean(j.template get<bool>());
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned: return Value::integer(j.template get<int64_t>());
+    case Json::value_t::number_float: return Value::real(j.template get<double>());
+    case Json::value_t::string: return Value::string(j.template get<std::string>());
+    case Json::value_t::array: {
       List items;
-      for (const auto& e : j) items.push_back(from_json(e));
-      return make_list(std::move(items));
+      for (const auto& e : j) items.push_back(convert(e));
+      return Value::make_list(std::move(items));
     }
-    case nlohmann::json::value_t::object: {
+    case Json::value_t::object: {
       Dict items;
-      for (const auto& [k, v] : j.items()) items.emplace_back(k, from_json(v));
-      return make_dict(std::move(items));
+      for (const auto& [k, v] : j.items()) items.emplace_back(k, convert(v));
+      return Value::make_dict(std::move(items));
     }
     default: return Value();
   }
 }
+
+}  // namespace
+
+Value Value::from_json(const nlohmann::json& j) { return convert(j); }
+Value Value::from_json(const nlohmann::ordered_json& j) { return convert(j); }
 
 bool Value::truthy() const {
   switch (kind) {

@@ -60,6 +60,7 @@ struct Value {
     return x;
   }
   static Value from_json(const nlohmann::json& j);
+  static Value from_json(const nlohmann::ordered_json& j);  // keeps the object key order
 
   bool is_undefined() const { return kind == Kind::Undefined; }
   bool is_none() const { return kind == Kind::None; }
