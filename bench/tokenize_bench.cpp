@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 

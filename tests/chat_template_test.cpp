@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "llm/hf_chat_template.h"
-#include "llm/jinja/template.h"
+#include "chat/hf_chat_template.h"
+#include "chat/jinja/template.h"
 #include "ember_binary.h"
 
 using namespace ember;

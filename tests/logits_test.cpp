@@ -13,7 +13,7 @@
 #include "lfm2_test_pack.h"
 #include "llm/lfm2_model.h"
 #include "llm/logits.h"
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "numpy_util.h"
 
 using namespace ember;

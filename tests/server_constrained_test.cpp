@@ -9,7 +9,7 @@
 
 #include "cli_util.h"
 #include "lfm2_test_pack.h"
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "server_util.h"
 
 using namespace ember;

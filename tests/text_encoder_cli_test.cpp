@@ -14,7 +14,7 @@
 #include "formats/ss_flow_config.h"
 #include "formats/trellis_pack.h"
 #include "gpu_fixture.h"
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "reference/clip_text_reference.h"
 #include "trellis/text_encoder.h"
 

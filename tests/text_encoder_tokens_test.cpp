@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "common/atomic_file.h"
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "trellis/clip_checkpoint.h"
 #include "trellis/text_encoder.h"
 

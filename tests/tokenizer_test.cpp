@@ -16,9 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "llm/chat_template.h"
-#include "llm/tokenizer.h"
-#include "llm/utf8.h"
+#include "chat/chat_template.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
 #include "ember_binary.h"
 
 using namespace ember;

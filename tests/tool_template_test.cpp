@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/lfm2_synth.h"
-#include "llm/chat_template.h"
-#include "llm/hf_chat_template.h"
+#include "chat/chat_template.h"
+#include "chat/hf_chat_template.h"
 #include "server/chat_messages.h"
 #include "server/chat_prompt.h"
 

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "common/error.h"
-#include "llm/regex.h"
-#include "llm/regex_classes.h"
-#include "llm/unicode_properties.h"
-#include "llm/utf8.h"
+#include "tokenizer/regex.h"
+#include "tokenizer/regex_classes.h"
+#include "tokenizer/unicode_properties.h"
+#include "tokenizer/utf8.h"
 
 using namespace ember;
 namespace unicode = llm::unicode;

@@ -9,7 +9,7 @@
 
 #include "cli/llm_options.h"
 #include "common/error.h"
-#include "llm/chat_template.h"
+#include "chat/chat_template.h"
 
 namespace ember::cli {
 namespace {

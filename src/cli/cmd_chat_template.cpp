@@ -10,8 +10,8 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
-#include "llm/chat_template.h"
-#include "llm/hf_chat_template.h"
+#include "chat/chat_template.h"
+#include "chat/hf_chat_template.h"
 
 namespace ember::cli {
 

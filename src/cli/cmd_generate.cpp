@@ -7,9 +7,9 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "formats/npy.h"
-#include "llm/chat_template.h"
+#include "chat/chat_template.h"
 #include "llm/logits.h"
-#include "llm/utf8.h"
+#include "tokenizer/utf8.h"
 
 namespace ember::cli {
 

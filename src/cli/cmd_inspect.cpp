@@ -6,7 +6,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "formats/llm_pack.h"
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ember::cli {
 namespace fs = std::filesystem;

@@ -10,8 +10,8 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
-#include "llm/tokenizer.h"
-#include "llm/utf8.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
 
 namespace ember::cli {
 

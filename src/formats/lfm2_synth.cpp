@@ -8,7 +8,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "formats/safetensors.h"
-#include "llm/lfm2_chat_template.h"
+#include "chat/lfm2_chat_template.h"
 
 namespace ember::formats {
 namespace fs = std::filesystem;

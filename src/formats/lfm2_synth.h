@@ -34,7 +34,7 @@ inline constexpr const char* kLfm2CheckpointId = "lfm2-checkpoint";
 std::string byte_level_tokenizer_json();
 
 // The checkpoint's tokenizer_config.json: LFM2's special token names and ember's text of LFM2's
-// chat template (llm/lfm2_chat_template.h), which tool calling renders through.
+// chat template (chat/lfm2_chat_template.h), which tool calling renders through.
 std::string lfm2_tokenizer_config_json();
 
 }  // namespace ember::formats

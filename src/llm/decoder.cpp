@@ -3,8 +3,8 @@
 #include <cstdlib>
 
 #include "common/error.h"
-#include "llm/byte_level.h"
-#include "llm/utf8.h"
+#include "tokenizer/byte_level.h"
+#include "tokenizer/utf8.h"
 
 namespace ember::llm {
 

@@ -13,7 +13,7 @@
 #include "gpu/kernel.h"
 #include "llm/generator.h"
 #include "llm/lfm2_model.h"
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ember::llm {
 

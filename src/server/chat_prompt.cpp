@@ -1,7 +1,7 @@
 #include "server/chat_prompt.h"
 
 #include "common/error.h"
-#include "llm/lfm2_chat_template.h"
+#include "chat/lfm2_chat_template.h"
 
 namespace ember::server {
 

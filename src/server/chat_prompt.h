@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "llm/hf_chat_template.h"
-#include "llm/tokenizer.h"
+#include "chat/hf_chat_template.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ember::server {
 

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "server/job.h"
 
 namespace ember::server {

@@ -16,7 +16,7 @@
 
 #include "kernels/logprobs.h"
 #include "llm/sampling.h"
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "server/stop_matcher.h"
 
 namespace ember::server {

@@ -2,8 +2,8 @@
 
 #include "common/error.h"
 #include "common/version.h"
-#include "llm/chat_template.h"
-#include "llm/utf8.h"
+#include "chat/chat_template.h"
+#include "tokenizer/utf8.h"
 #include "server/api_error.h"
 #include "server/request_parse.h"
 
@@ -129,7 +129,7 @@ json props_route(const ServerFacts& facts, const Scheduler& scheduler) {
   SlotInfo idle;
   json settings = slot_json(idle, facts, facts.n_ctx);
   settings["prompt"] = "";
-  // The template is LFM2's, built in (llm/chat_template.h): its name, and what it makes of a
+  // The template is LFM2's, built in (chat/chat_template.h): its name, and what it makes of a
   // short conversation, stand for the Jinja text llama-server shows.
   const std::string example = llm::render_lfm2_chat({{"system", "SYSTEM"}, {"user", "USER"}, {"assistant", "ASSISTANT"}, {"user", "USER"}}, true);
   return {{"default_generation_settings", settings},

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "server/scheduler.h"
 
 namespace ember::server {

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/logprobs.h"
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ember::server {
 

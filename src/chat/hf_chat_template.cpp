@@ -1,4 +1,4 @@
-#include "llm/hf_chat_template.h"
+#include "chat/hf_chat_template.h"
 
 #include <filesystem>
 #include <fstream>

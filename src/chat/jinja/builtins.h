@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "llm/jinja/value.h"
+#include "chat/jinja/value.h"
 
 namespace ember::llm::jinja {
 

@@ -1,10 +1,10 @@
-#include "llm/bpe.h"
+#include "tokenizer/bpe.h"
 
 #include <cstdio>
 #include <queue>
 
 #include "common/error.h"
-#include "llm/utf8.h"
+#include "tokenizer/utf8.h"
 
 namespace ember::llm {
 

@@ -1,4 +1,4 @@
-#include "llm/jinja/builtins.h"
+#include "chat/jinja/builtins.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <utf8proc.h>
 
 #include "common/error.h"
-#include "llm/utf8.h"
+#include "tokenizer/utf8.h"
 
 namespace ember::llm::jinja {
 

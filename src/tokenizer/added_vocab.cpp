@@ -1,11 +1,11 @@
-#include "llm/added_vocab.h"
+#include "tokenizer/added_vocab.h"
 
 #include <algorithm>
 #include <utf8proc.h>
 
 #include "common/error.h"
-#include "llm/normalizer.h"
-#include "llm/utf8.h"
+#include "tokenizer/normalizer.h"
+#include "tokenizer/utf8.h"
 
 namespace ember::llm {
 

@@ -1,8 +1,8 @@
-#include "llm/byte_level.h"
+#include "tokenizer/byte_level.h"
 
 #include <array>
 
-#include "llm/utf8.h"
+#include "tokenizer/utf8.h"
 
 namespace ember::llm::byte_level {
 

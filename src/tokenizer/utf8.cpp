@@ -1,4 +1,4 @@
-#include "llm/utf8.h"
+#include "tokenizer/utf8.h"
 
 namespace ember::llm::utf8 {
 

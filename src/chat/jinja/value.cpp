@@ -1,4 +1,4 @@
-#include "llm/jinja/value.h"
+#include "chat/jinja/value.h"
 
 #include <charconv>
 #include <cmath>

@@ -5,9 +5,9 @@
 #include <map>
 
 #include "common/error.h"
-#include "llm/jinja/ast.h"
-#include "llm/jinja/builtins.h"
-#include "llm/jinja/template.h"
+#include "chat/jinja/ast.h"
+#include "chat/jinja/builtins.h"
+#include "chat/jinja/template.h"
 
 namespace ember::llm::jinja {
 

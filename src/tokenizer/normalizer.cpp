@@ -1,12 +1,12 @@
-#include "llm/normalizer.h"
+#include "tokenizer/normalizer.h"
 
 #include <cstdlib>
 #include <utf8proc.h>
 
 #include "common/error.h"
-#include "llm/regex.h"
-#include "llm/unicode_properties.h"
-#include "llm/utf8.h"
+#include "tokenizer/regex.h"
+#include "tokenizer/unicode_properties.h"
+#include "tokenizer/utf8.h"
 
 namespace ember::llm {
 
@@ -26,7 +26,7 @@ std::string lowercase(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   size_t pos = 0;
-  // The reference's Unicode version, not utf8proc's (llm/unicode_properties.h).
+  // The reference's Unicode version, not utf8proc's (tokenizer/unicode_properties.h).
   while (pos < text.size()) {
     const auto l = unicode::to_lowercase(utf8::next(text, pos));
     for (int i = 0; i < l.count; i++) utf8::append(out, l.c[i]);

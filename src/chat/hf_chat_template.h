@@ -1,4 +1,4 @@
-// tokenizer_config.json's "chat_template", rendered by ember's Jinja interpreter (llm/jinja).
+// tokenizer_config.json's "chat_template", rendered by ember's Jinja interpreter (chat/jinja).
 //
 //   auto t = ember::llm::HfChatTemplate::from_config_file("model/tokenizer_config.json");
 //   std::string prompt = t.render(messages_json, /*add_generation_prompt=*/true);
@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "llm/jinja/template.h"
+#include "chat/jinja/template.h"
 
 namespace ember::llm {
 

@@ -1,4 +1,4 @@
-#include "llm/lfm2_chat_template.h"
+#include "chat/lfm2_chat_template.h"
 
 namespace ember::llm {
 

@@ -1,7 +1,7 @@
 // A compiled PCRE2 pattern in UTF mode with Unicode properties (JIT when available), used by
 // the Split and ByteLevel pre-tokenizers. Patterns come from tokenizer.json (Oniguruma syntax in
 // upstream; the constructs these files use mean the same in PCRE2). Unicode classes are matched at
-// the reference library's Unicode version, not PCRE2's (llm/regex_classes.h).
+// the reference library's Unicode version, not PCRE2's (tokenizer/regex_classes.h).
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #include <algorithm>
 #include <cstring>
@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "llm/added_vocab.h"
-#include "llm/bpe.h"
+#include "tokenizer/added_vocab.h"
+#include "tokenizer/bpe.h"
 #include "llm/decoder.h"
-#include "llm/normalizer.h"
-#include "llm/pretokenizer.h"
-#include "llm/utf8.h"
+#include "tokenizer/normalizer.h"
+#include "tokenizer/pretokenizer.h"
+#include "tokenizer/utf8.h"
 
 namespace ember::llm {
 

@@ -1,8 +1,8 @@
 // StreamingDetokenizer: decodes a sliding window of ids and returns the new complete text.
 // Keeping the previous id as context matters for decoders whose output for a token depends on
 // its neighbours (Metaspace drops the first token's leading space; ByteFallback joins byte runs).
-#include "llm/tokenizer.h"
-#include "llm/utf8.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
 
 namespace ember::llm {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "llm/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ember::llm {
 

@@ -1,5 +1,5 @@
 // Rewrites the Unicode classes of a tokenizer.json pattern into explicit code point ranges from
-// the generated UCD tables (llm/unicode_properties.h), so the classes mean what they mean in the
+// the generated UCD tables (tokenizer/unicode_properties.h), so the classes mean what they mean in the
 // reference library (Oniguruma at the pinned Unicode version) whatever Unicode version the
 // system's PCRE2 was built with.
 #pragma once
@@ -8,12 +8,12 @@
 #include <string>
 #include <string_view>
 
-#include "llm/unicode_properties.h"
+#include "tokenizer/unicode_properties.h"
 
 namespace ember::llm {
 
 // Rewritten, in and outside bracket classes: \p{X}, \P{X}, \p{^X} for every General_Category
-// value and White_Space (names as llm/unicode_properties.h matches them); \s, \S (White_Space);
+// value and White_Space (names as tokenizer/unicode_properties.h matches them); \s, \S (White_Space);
 // \d, \D (Nd); \h, \H (Oniguruma's hex digit, not PCRE2's horizontal space). Everything else,
 // \p{X} of a property the tables do not hold included (scripts, say), is left to PCRE2.
 std::string expand_unicode_classes(std::string_view pattern);

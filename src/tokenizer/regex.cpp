@@ -1,11 +1,11 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "llm/regex.h"
+#include "tokenizer/regex.h"
 
 #include <pcre2.h>
 
 #include "common/error.h"
-#include "llm/regex_classes.h"
-#include "llm/utf8.h"
+#include "tokenizer/regex_classes.h"
+#include "tokenizer/utf8.h"
 
 namespace ember::llm {
 

@@ -1,4 +1,4 @@
-#include "llm/unicode_properties.h"
+#include "tokenizer/unicode_properties.h"
 
 #include <algorithm>
 #include <string>

@@ -1,12 +1,12 @@
-#include "llm/pretokenizer.h"
+#include "tokenizer/pretokenizer.h"
 
 #include <algorithm>
 #include <utility>
 
 #include "common/error.h"
-#include "llm/byte_level.h"
-#include "llm/regex.h"
-#include "llm/regex_classes.h"
+#include "tokenizer/byte_level.h"
+#include "tokenizer/regex.h"
+#include "tokenizer/regex_classes.h"
 
 namespace ember::llm {
 

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "llm/bpe.h"
+#include "tokenizer/bpe.h"
 
 namespace ember::llm {
 

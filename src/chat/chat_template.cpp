@@ -1,4 +1,4 @@
-#include "llm/chat_template.h"
+#include "chat/chat_template.h"
 
 #include "common/error.h"
 

@@ -2,8 +2,8 @@
 // < comparison (in, ==, <, ...) < ~ < + - < * / // % < unary - < ** < filters and tests (|, is)
 // < postfix (. [] ()) < primary.
 #include "common/error.h"
-#include "llm/jinja/ast.h"
-#include "llm/jinja/lexer.h"
+#include "chat/jinja/ast.h"
+#include "chat/jinja/lexer.h"
 
 namespace ember::llm::jinja {
 
