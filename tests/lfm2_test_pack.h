@@ -91,6 +91,12 @@ inline std::filesystem::path lfm2_test_pack(const std::string& preset, uint64_t 
   return make_lfm2_test_pack(preset, seed, root);
 }
 
+// The tiny pack's directory, made once per process (the server tests start `ember serve` on it).
+inline std::string tiny_pack_dir() {
+  static const std::string dir = lfm2_test_pack("tiny").string();
+  return dir;
+}
+
 // Copies a pack with candidate fields replaced (e.g. {"mlpPair": true}), into `dir`.
 inline std::filesystem::path with_candidate(const std::filesystem::path& pack, const std::filesystem::path& dir,
                                             const nlohmann::json& patch) {

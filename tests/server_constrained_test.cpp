@@ -17,13 +17,9 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string pack_dir() {
-  static std::string p = test::lfm2_test_pack("tiny").string();
-  return p;
-}
 
 test::ServerProcess& server() {
-  static test::ServerProcess s(pack_dir(), {"--parallel", "4", "--queue", "16"});
+  static test::ServerProcess s(test::tiny_pack_dir(), {"--parallel", "4", "--queue", "16"});
   return s;
 }
 
@@ -64,7 +60,7 @@ TEST(ServerConstrained, BadFieldsAreRefusedNamingThem) {
 
 TEST(ServerConstrained, OpenAINodeClient) {
   auto& s = server();
-  const auto tok = llm::Tokenizer::from_file(pack_dir() + "/tokenizer.json");
+  const auto tok = llm::Tokenizer::from_file(test::tiny_pack_dir() + "/tokenizer.json");
   const auto id = [&](const char* t) { return std::to_string(tok.encode(t).at(0)); };
   const std::string base = "http://127.0.0.1:" + std::to_string(s.port()) + "/v1";
   auto [status, out] = test::run_shell("cd " EMBER_SOURCE_DIR " && node tests/node/openai_constrained.mjs " + base + " tiny " + id("\"") +

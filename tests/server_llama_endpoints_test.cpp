@@ -15,21 +15,17 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string pack_dir() {
-  static std::string p = test::lfm2_test_pack("tiny").string();
-  return p;
-}
 
 const char* kAllowed = "http://allowed.example:5173";
 
 test::ServerProcess& server() {
-  static test::ServerProcess s(pack_dir(), {"--parallel", "2", "--cors", std::string(kAllowed) + ", http://second.example", "--log-format",
+  static test::ServerProcess s(test::tiny_pack_dir(), {"--parallel", "2", "--cors", std::string(kAllowed) + ", http://second.example", "--log-format",
                                             "text"});
   return s;
 }
 
 test::ServerProcess& plain_server() {  // no --cors, --quiet without --log-format: no request log
-  static test::ServerProcess s(pack_dir(), {"--parallel", "1"});
+  static test::ServerProcess s(test::tiny_pack_dir(), {"--parallel", "1"});
   return s;
 }
 
@@ -79,7 +75,7 @@ TEST(LlamaEndpoints, TokenizeEqualsEmberTokenizeAndDetokenizeRoundTrips) {
   ASSERT_TRUE(ids.is_array());
   ASSERT_FALSE(ids.empty());
   // The same ids as the CLI's tokenizer (no special tokens added by default, as llama-server).
-  auto cli = test::run_ember("tokenize --model " + pack_dir() + " --ids --text '" + text + "'");
+  auto cli = test::run_ember("tokenize --model " + test::tiny_pack_dir() + " --ids --text '" + text + "'");
   ASSERT_EQ(cli.status, 0) << cli.out;
   std::string joined;
   for (size_t i = 0; i < ids.size(); i++) {
@@ -90,7 +86,7 @@ TEST(LlamaEndpoints, TokenizeEqualsEmberTokenizeAndDetokenizeRoundTrips) {
 
   // add_special: the tokenizer's post-processor too, as `ember tokenize --add-special`.
   auto special = test::post(s, "/tokenize", json{{"content", "Hi there"}, {"add_special", true}}.dump()).json()["tokens"];
-  auto cli_special = test::run_ember("tokenize --model " + pack_dir() + " --ids --add-special --text 'Hi there'");
+  auto cli_special = test::run_ember("tokenize --model " + test::tiny_pack_dir() + " --ids --add-special --text 'Hi there'");
   ASSERT_EQ(cli_special.status, 0) << cli_special.out;
   std::string special_joined;
   for (size_t i = 0; i < special.size(); i++) {
@@ -135,7 +131,7 @@ TEST(LlamaEndpoints, PropsShape) {
   ASSERT_EQ(r.status, 200) << r.body;
   json j = r.json();
   EXPECT_EQ(j["total_slots"], 2);
-  EXPECT_EQ(j["model_path"], pack_dir());
+  EXPECT_EQ(j["model_path"], test::tiny_pack_dir());
   EXPECT_EQ(j["chat_template"], "lfm2");
   EXPECT_EQ(j["build_info"].get<std::string>().rfind("ember ", 0), 0u);
   EXPECT_EQ(j["is_sleeping"], false);
@@ -222,7 +218,7 @@ TEST(LlamaEndpoints, PreflightIsAnswered) {
 }
 
 TEST(LlamaEndpoints, PreflightNeedsNoKeyAndAStarAllowsAnyOrigin) {
-  test::ServerProcess s(pack_dir(), {"--parallel", "1", "--cors", "*", "--api-key", "k1"});
+  test::ServerProcess s(test::tiny_pack_dir(), {"--parallel", "1", "--cors", "*", "--api-key", "k1"});
   auto r = s.client()->Options("/v1/models", {{"Origin", "http://anywhere.example"}, {"Access-Control-Request-Method", "GET"}});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 204);
@@ -235,11 +231,11 @@ TEST(LlamaEndpoints, PreflightNeedsNoKeyAndAStarAllowsAnyOrigin) {
 }
 
 TEST(LlamaEndpoints, BadCorsOriginIsAClearError) {
-  auto r = test::run_ember("serve --model " + pack_dir() + " --port 0 --quiet --cors localhost:5173");
+  auto r = test::run_ember("serve --model " + test::tiny_pack_dir() + " --port 0 --quiet --cors localhost:5173");
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.out.find("--cors"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("'localhost:5173' is not an origin"), std::string::npos) << r.out;
-  auto f = test::run_ember("serve --model " + pack_dir() + " --port 0 --quiet --log-format xml");
+  auto f = test::run_ember("serve --model " + test::tiny_pack_dir() + " --port 0 --quiet --log-format xml");
   EXPECT_NE(f.status, 0);
   EXPECT_NE(f.out.find("--log-format"), std::string::npos) << f.out;
 }
@@ -264,7 +260,7 @@ TEST(LlamaEndpoints, OneLogLinePerRequest) {
 }
 
 TEST(LlamaEndpoints, JsonLogLines) {
-  test::ServerProcess s(pack_dir(), {"--parallel", "1", "--log-format", "json"});
+  test::ServerProcess s(test::tiny_pack_dir(), {"--parallel", "1", "--log-format", "json"});
   json body = {{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 3}, {"temperature", 0}, {"stream", true}};
   auto r = test::post(s, "/v1/completions", body.dump());
   ASSERT_EQ(r.status, 200);
@@ -289,7 +285,7 @@ TEST(LlamaEndpoints, JsonLogLines) {
 }
 
 TEST(LlamaEndpoints, ContextAndDefaultMaxTokensFlags) {
-  test::ServerProcess s(pack_dir(), {"--parallel", "1", "-c", "24", "-n", "3"});
+  test::ServerProcess s(test::tiny_pack_dir(), {"--parallel", "1", "-c", "24", "-n", "3"});
   const json props = test::get(s, "/props").json();
   EXPECT_EQ(props["default_generation_settings"]["n_ctx"], 24);
   EXPECT_EQ(props["default_generation_settings"]["params"]["n_predict"], 3);
@@ -306,7 +302,7 @@ TEST(LlamaEndpoints, ContextAndDefaultMaxTokensFlags) {
   auto refused = test::post(s, "/v1/completions", json{{"prompt", long_prompt}, {"max_tokens", 1}}.dump());
   expect_error(refused, 400, "prompt", "context_length_exceeded");
   // More than the pack holds is refused at start.
-  auto over = test::run_ember("serve --model " + pack_dir() + " --port 0 --quiet -c 100000000");
+  auto over = test::run_ember("serve --model " + test::tiny_pack_dir() + " --port 0 --quiet -c 100000000");
   EXPECT_NE(over.status, 0);
   EXPECT_NE(over.out.find("-c/--ctx-size"), std::string::npos) << over.out;
 }

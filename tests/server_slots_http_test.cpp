@@ -16,10 +16,6 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string pack_dir() {
-  static std::string p = test::lfm2_test_pack("tiny").string();
-  return p;
-}
 
 json chat(const json& messages, int max_tokens, json extra = json::object()) {
   json b = {{"model", "tiny"}, {"messages", messages}, {"max_tokens", max_tokens}, {"temperature", 0}};
@@ -61,7 +57,7 @@ std::vector<std::pair<std::string, std::string>> streamed(const test::HttpReply&
 }  // namespace
 
 TEST(ServerSlotsHttp, TwoChoicesEqualSingleRunsWithTheirSeeds) {
-  test::ServerProcess s(pack_dir(), {"--parallel", "2"});
+  test::ServerProcess s(test::tiny_pack_dir(), {"--parallel", "2"});
   const json sampling = {{"temperature", 1.0}, {"top_p", 1.0}, {"seed", 4242}};
   for (bool is_chat : {true, false}) {
     const std::string path = is_chat ? "/v1/chat/completions" : "/v1/completions";
@@ -121,7 +117,7 @@ TEST(ServerSlotsHttp, SecondChatTurnReportsCachedTokens) {
   json turn2_messages;
   std::string warm_text;
   {
-    test::ServerProcess s(pack_dir(), {"--parallel", "2"});
+    test::ServerProcess s(test::tiny_pack_dir(), {"--parallel", "2"});
     const json ask = user("What is the capital of France?");
     auto t1 = test::post(s, "/v1/chat/completions", chat(ask, 8).dump());
     ASSERT_EQ(t1.status, 200) << t1.body;
@@ -140,7 +136,7 @@ TEST(ServerSlotsHttp, SecondChatTurnReportsCachedTokens) {
     EXPECT_EQ(test::metric(test::get(s, "/metrics").body, "ember_prompt_cached_tokens_total"), cached);
     warm_text = t2.json()["choices"][0]["message"]["content"];
   }
-  test::ServerProcess cold(pack_dir(), {"--parallel", "1"});
+  test::ServerProcess cold(test::tiny_pack_dir(), {"--parallel", "1"});
   auto c = test::post(cold, "/v1/chat/completions", chat(turn2_messages, 8).dump());
   ASSERT_EQ(c.status, 200) << c.body;
   EXPECT_EQ(c.json()["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
@@ -152,7 +148,7 @@ TEST(ServerSlotsHttp, SecondChatTurnReportsCachedTokens) {
 // own logprobs (their bytes spell its text), equals a single request with its seed, and streams
 // the same logprobs under its index. A second turn with the grammar reuses the slot's caches.
 TEST(ServerSlotsHttp, ChoicesWithAGrammarHaveTheirOwnMatcherAndLogprobs) {
-  test::ServerProcess s(pack_dir(), {"--parallel", "3"});
+  test::ServerProcess s(test::tiny_pack_dir(), {"--parallel", "3"});
   const std::regex gram("yes|no|maybe [0-9]{1,3}");
   const json ask = user("Will it rain?");
   auto body = [&](const json& messages, json extra) {
@@ -230,7 +226,7 @@ TEST(ServerSlotsHttp, ChoicesWithAGrammarHaveTheirOwnMatcherAndLogprobs) {
 }
 
 TEST(ServerSlotsHttp, OpenAINodeClientChoicesAndCachedTokens) {
-  test::ServerProcess s(pack_dir(), {"--parallel", "2"});
+  test::ServerProcess s(test::tiny_pack_dir(), {"--parallel", "2"});
   const std::string base = "http://127.0.0.1:" + std::to_string(s.port()) + "/v1";
   auto [status, out] = test::run_shell("cd " EMBER_SOURCE_DIR " && node tests/node/openai_slots.mjs " + base + " tiny");
   ASSERT_EQ(status, 0) << out;

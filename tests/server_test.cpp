@@ -20,13 +20,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string pack_dir() {
-  static std::string p = test::lfm2_test_pack("tiny").string();
-  return p;
-}
 
 test::ServerProcess& shared_server() {
-  static test::ServerProcess s(pack_dir(), {"--parallel", "4", "--queue", "16"});
+  static test::ServerProcess s(test::tiny_pack_dir(), {"--parallel", "4", "--queue", "16"});
   return s;
 }
 
@@ -175,7 +171,7 @@ TEST(Server, GreedyOutputEqualsEmberGenerate) {
   auto& s = shared_server();
   for (bool chat : {false, true}) {
     const std::string prompt = "Hello world, this is ember";
-    auto g = test::run_ember("generate --quiet --json --model " + pack_dir() + " --temperature 0 -n 16 --prompt '" + prompt + "'" +
+    auto g = test::run_ember("generate --quiet --json --model " + test::tiny_pack_dir() + " --temperature 0 -n 16 --prompt '" + prompt + "'" +
                              (chat ? " --chat" : ""));
     ASSERT_EQ(g.status, 0) << g.out;
     json gj = json::parse(g.out.substr(g.out.find('{')));
@@ -225,7 +221,7 @@ TEST(Server, EightConcurrentRequestsEqualSequential) {
 }
 
 TEST(Server, DisconnectFreesTheSlotAndFullServerSays503) {
-  test::ServerProcess s(pack_dir(), {"--parallel", "1", "--queue", "0"});
+  test::ServerProcess s(test::tiny_pack_dir(), {"--parallel", "1", "--queue", "0"});
   auto ctx = test::get(s, "/v1/models").json()["data"][0]["context_length"].get<int>();
   // A long stream; the client reads two chunks and hangs up.
   std::atomic<int> chunks{0};
@@ -265,7 +261,7 @@ TEST(Server, DisconnectFreesTheSlotAndFullServerSays503) {
 }
 
 TEST(Server, SigtermFinishesInFlightStreams) {
-  test::ServerProcess s(pack_dir(), {"--parallel", "2"});
+  test::ServerProcess s(test::tiny_pack_dir(), {"--parallel", "2"});
   std::string body;
   std::atomic<bool> started{false};
   std::thread t([&] {
