@@ -18,21 +18,14 @@
 #include "common/output_guard.h"
 #include "formats/lfm2_synth.h"
 #include "formats/safetensors.h"
+#include "temp_root.h"
 
 using namespace ember;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempRoot {
-  fs::path dir;
-  explicit TempRoot(const std::string& name) {
-    dir = fs::temp_directory_path() / ("ember_out_" + name + "_" + std::to_string(getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempRoot() { fs::remove_all(dir); }
-};
+using test::TempRoot;
 
 void write_text(const fs::path& p, const std::string& s) { std::ofstream(p) << s; }
 
@@ -45,7 +38,7 @@ std::string q(const fs::path& p) {
 
 // A tiny HF checkpoint once per process (the input of the pack runs below).
 const fs::path& tiny_hf() {
-  static TempRoot root("hf_source");
+  static TempRoot root("out_hf_source");
   static fs::path hf = [] {
     formats::synth_lfm2_checkpoint(formats::lfm2_preset("tiny"), root.dir / "hf", {});
     return root.dir / "hf";
@@ -92,7 +85,7 @@ pid_t start_stopped_in_write_phase(const std::vector<std::string>& args) {
 }  // namespace
 
 TEST(OutputGuard, RefusesAnExistingFile) {
-  TempRoot t("file");
+  TempRoot t("out_file");
   write_text(t.dir / "models", "precious");
   auto r = test::run_ember("pack lfm2 --from " + q(tiny_hf()) + " --out " + q(t.dir / "models"));
   EXPECT_NE(r.status, 0) << r.out;
@@ -103,7 +96,7 @@ TEST(OutputGuard, RefusesAnExistingFile) {
 }
 
 TEST(OutputGuard, RefusesANonEmptyFolderWithOrWithoutForce) {
-  TempRoot t("nonempty");
+  TempRoot t("out_nonempty");
   fs::create_directories(t.dir / "models");
   write_text(t.dir / "models" / "notes.txt", "mine");
   for (const char* force : {"", "--force "}) {
@@ -115,7 +108,7 @@ TEST(OutputGuard, RefusesANonEmptyFolderWithOrWithoutForce) {
 }
 
 TEST(OutputGuard, RefusesAFolderContainingFromAndFromItself) {
-  TempRoot t("contains");
+  TempRoot t("out_contains");
   fs::create_directories(t.dir / "models");
   fs::copy(tiny_hf(), t.dir / "models" / "hf", fs::copy_options::recursive);
   const auto before = listing(t.dir);
@@ -132,7 +125,7 @@ TEST(OutputGuard, RefusesAFolderContainingFromAndFromItself) {
 }
 
 TEST(OutputGuard, ForceReplacesOnlyAPreviousOutputOfTheSameKind) {
-  TempRoot t("force");
+  TempRoot t("out_force");
   const std::string pack = " --out " + q(t.dir / "pack");
   ASSERT_EQ(test::run_ember("pack lfm2 --quiet --from " + q(tiny_hf()) + pack).status, 0);
   auto r = test::run_ember("pack lfm2 --quiet --from " + q(tiny_hf()) + pack);
@@ -152,7 +145,7 @@ TEST(OutputGuard, ForceReplacesOnlyAPreviousOutputOfTheSameKind) {
 }
 
 TEST(OutputGuard, EmptyFolderIsFilled) {
-  TempRoot t("empty");
+  TempRoot t("out_empty");
   fs::create_directories(t.dir / "pack");
   auto r = test::run_ember("pack lfm2 --quiet --from " + q(tiny_hf()) + " --out " + q(t.dir / "pack"));
   EXPECT_EQ(r.status, 0) << r.out;
@@ -160,7 +153,7 @@ TEST(OutputGuard, EmptyFolderIsFilled) {
 }
 
 TEST(OutputGuard, FileOutputsOfOtherCommands) {
-  TempRoot t("files");
+  TempRoot t("out_files");
   write_text(t.dir / "ckpt.safetensors", "not ours");
   auto r = test::run_ember("synth trellis-ss-flow --tiny --seed 1 --out " + q(t.dir / "ckpt.safetensors"));
   EXPECT_NE(r.status, 0) << r.out;
@@ -182,7 +175,7 @@ TEST(OutputGuard, FileOutputsOfOtherCommands) {
 // ss-flow on the synthetic seed-shape model would take minutes: an existing --out must fail at
 // once, before the weights are made.
 TEST(OutputGuard, SsFlowChecksItsOutputBeforeWorking) {
-  TempRoot t("ssflow");
+  TempRoot t("out_ssflow");
   fs::create_directories(t.dir / "latent.npy");
   auto r = test::run_ember("ss-flow --synthetic --cond /nonexistent.npy --neg-cond /nonexistent.npy --out " + q(t.dir / "latent.npy"));
   EXPECT_NE(r.status, 0) << r.out;
@@ -193,7 +186,7 @@ TEST(OutputGuard, SsFlowChecksItsOutputBeforeWorking) {
 }
 
 TEST(OutputGuard, PackKilledBySigtermInItsWritePhaseLeavesNothing) {
-  TempRoot t("sigterm");
+  TempRoot t("out_sigterm");
   pid_t pid = start_stopped_in_write_phase({"pack", "lfm2", "--quiet", "--from", tiny_hf().string(), "--out", (t.dir / "pack").string()});
   EXPECT_TRUE(has_temporary(t.dir));
   kill(pid, SIGTERM);
@@ -208,7 +201,7 @@ TEST(OutputGuard, PackKilledBySigtermInItsWritePhaseLeavesNothing) {
 }
 
 TEST(OutputGuard, PackKilledBySigkillIsCleanedByTheNextRun) {
-  TempRoot t("sigkill");
+  TempRoot t("out_sigkill");
   pid_t pid = start_stopped_in_write_phase({"pack", "lfm2", "--quiet", "--from", tiny_hf().string(), "--out", (t.dir / "pack").string()});
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
@@ -222,7 +215,7 @@ TEST(OutputGuard, PackKilledBySigkillIsCleanedByTheNextRun) {
 
 // A live process's temporary is not touched; a dead one's is.
 TEST(OutputGuard, StaleTemporariesOnlyOfDeadProcesses) {
-  TempRoot t("stale");
+  TempRoot t("out_stale");
   const fs::path live = t.dir / ("x.ember-tmp-" + std::to_string(getpid()) + "-0badcafe");
   pid_t child = fork();
   if (child == 0) _exit(0);
@@ -237,7 +230,7 @@ TEST(OutputGuard, StaleTemporariesOnlyOfDeadProcesses) {
 }
 
 TEST(OutputGuard, FailedFillLeavesNothing) {
-  TempRoot t("fill");
+  TempRoot t("out_fill");
   EXPECT_THROW(write_output_directory(OutputTarget(t.dir / "out"), [](const fs::path& tmp) {
                  write_file_atomic(tmp / "a", std::string("x"));
                  throw Error("boom");

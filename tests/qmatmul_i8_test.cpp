@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "gpu/recorder.h"
 #include "gpu_fixture.h"
+#include "kernel_test_util.h"
 #include "kernels/qmatmul.h"
 #include "reference/ss_flow_reference.h"
 #include "trellis/stage_upload.h"
@@ -19,11 +20,7 @@ using test::test_kernels;
 
 namespace {
 
-gpu::Buffer upload(const std::vector<float>& v, const std::string& label = "in") {
-  gpu::Buffer b = test_device().create_storage(v.size() * 4, label);
-  test_device().upload(b, std::span<const float>(v));
-  return b;
-}
+gpu::Buffer upload(const std::vector<float>& v, const std::string& label = "in") { return test::buffer_from(v, label); }
 
 bool has_dot4() { return test_device().adapter().dot4_i8_packed; }
 

@@ -17,21 +17,14 @@
 #include "formats/llm_pack.h"
 #include "formats/safetensors.h"
 #include "lfm2_test_pack.h"
+#include "temp_root.h"
 
 using namespace ember;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempRoot {
-  fs::path dir;
-  explicit TempRoot(const std::string& name) {
-    dir = fs::temp_directory_path() / ("ember_rel_" + name + "_" + std::to_string(getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempRoot() { fs::remove_all(dir); }
-};
+using test::TempRoot;
 
 std::string q(const fs::path& p) {
   std::string s = "'";
@@ -55,7 +48,7 @@ fs::path copy_of_tiny_pack(const fs::path& root) {
 }  // namespace
 
 TEST(Reliability, PackOfNonFiniteCheckpointIsRefused) {
-  TempRoot t("nan_ckpt");
+  TempRoot t("rel_nan_ckpt");
   ASSERT_EQ(test::run_ember("synth lfm2 --shape tiny --out " + q(t.dir / "hf")).status, 0);
   const fs::path st = t.dir / "hf" / "model.safetensors";
   const std::string name = "model.layers.0.feed_forward.w1.weight";
@@ -77,7 +70,7 @@ TEST(Reliability, PackOfNonFiniteCheckpointIsRefused) {
 }
 
 TEST(Reliability, InspectFindsNonFiniteWeights) {
-  TempRoot t("nan_pack");
+  TempRoot t("rel_nan_pack");
   const fs::path pack = copy_of_tiny_pack(t.dir);
   ASSERT_EQ(test::run_ember("inspect " + q(pack)).status, 0);
   const auto* s = formats::LlmPack::open(pack).runtime().find_section("head.norm");
@@ -91,7 +84,7 @@ TEST(Reliability, InspectFindsNonFiniteWeights) {
 }
 
 TEST(Reliability, InspectRefusesAOneEntryVocabulary) {
-  TempRoot t("vocab");
+  TempRoot t("rel_vocab");
   const fs::path pack = copy_of_tiny_pack(t.dir);
   std::ofstream(pack / "tokenizer.json") << R"({"version": "1.0", "added_tokens": [], "normalizer": null, "pre_tokenizer": null,
     "post_processor": null, "decoder": null, "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})";

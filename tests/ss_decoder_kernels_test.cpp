@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "gpu/recorder.h"
 #include "gpu_fixture.h"
+#include "kernel_test_util.h"
 #include "kernels/conv3d.h"
 #include "kernels/layer_norm.h"
 #include "kernels/pixel_shuffle3d.h"
@@ -18,11 +19,7 @@ using test::test_kernels;
 
 namespace {
 
-gpu::Buffer upload(const std::vector<float>& v, const std::string& label = "in") {
-  gpu::Buffer b = test_device().create_storage(std::max<size_t>(v.size() * 4, 16), label);
-  test_device().upload(b, std::span<const float>(v));
-  return b;
-}
+gpu::Buffer upload(const std::vector<float>& v, const std::string& label = "in") { return test::buffer_from(v, label); }
 
 gpu::Buffer poisoned(size_t n) { return upload(std::vector<float>(n, test::kPoison), "out"); }
 

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "gpu/recorder.h"
 #include "gpu_fixture.h"
+#include "kernel_test_util.h"
 #include "kernels/flash_attention.h"
 #include "kernels/flow_elementwise.h"
 #include "reference/clip_text_reference.h"
@@ -15,11 +16,7 @@ using test::test_kernels;
 
 namespace {
 
-gpu::Buffer upload(const std::vector<float>& v) {
-  gpu::Buffer b = test_device().create_storage(v.size() * 4, "test");
-  test_device().upload(b, std::span<const float>(v));
-  return b;
-}
+gpu::Buffer upload(const std::vector<float>& v) { return test::buffer_from(v, "in"); }
 
 std::vector<float> read(const gpu::Buffer& b) { return test_device().download_as<float>(b); }
 
